@@ -1,0 +1,28 @@
+# voicetrace: `make demo` installs everything (first time) and replays a sample call;
+# `make test` installs what the tests need and runs them.
+VENV   := .venv
+BIN    := $(VENV)/bin
+CALL   ?= samples/calls/claim_status.wav
+
+.PHONY: install demo test test-unit samples doctor clean
+
+install:
+	scripts/install.sh
+
+demo: install
+	$(BIN)/voicetrace run $(CALL) --out runs
+
+test: install
+	$(BIN)/pytest -q -ra
+
+test-unit:
+	$(BIN)/pytest -q -m "not integration"
+
+samples:
+	$(BIN)/python samples/make_samples.py
+
+doctor:
+	$(BIN)/voicetrace doctor
+
+clean:
+	rm -rf runs .pytest_cache
