@@ -1,0 +1,67 @@
+"""The moments of one turn, as monotonic nanoseconds, collected while it happens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TurnRecord:
+    number: int
+    speech_start_ns: int
+    vad_start_secs: float = 0.0
+    speech_end_ns: int | None = None
+    vad_stop_secs: float = 0.0
+    vad_stop_ns: int | None = None
+    vad_segments: int = 1
+    # Endpointing: when the turn model said "complete" (or the pipeline committed the turn).
+    decided_ns: int | None = None
+    committed_ns: int | None = None
+    turn_probability: float | None = None
+    turn_is_complete: bool | None = None
+    turn_inference_ms: float | None = None
+    incomplete_decisions_ns: list[tuple[int, float]] = field(default_factory=list)
+    # ASR
+    asr_start_ns: int | None = None
+    asr_end_ns: int | None = None
+    transcript: str = ""
+    language: str | None = None
+    # LLM
+    llm_start_ns: int | None = None
+    llm_end_ns: int | None = None
+    token_times_ns: list[int] = field(default_factory=list)
+    llm_text: str = ""
+    # TTS
+    tts_start_ns: int | None = None
+    tts_first_audio_ns: int | None = None
+    tts_last_audio_ns: int | None = None
+    tts_stopped_ns: int | None = None
+    tts_characters: int = 0
+    tts_audio_bytes: int = 0
+    tts_sample_rate: int = 0
+    tts_open: bool = False
+    # Bot speech
+    bot_start_ns: int | None = None
+    bot_end_ns: int | None = None
+    bot_speaking: bool = False
+    interrupted: bool = False
+
+    @property
+    def committed(self) -> bool:
+        return self.committed_ns is not None
+
+    @property
+    def reply_finished(self) -> bool:
+        """The LLM is done, TTS has nothing pending and the bot has stopped talking."""
+        return (
+            self.llm_end_ns is not None
+            and not self.tts_open
+            and self.bot_end_ns is not None
+            and not self.bot_speaking
+        )
+
+    @property
+    def tts_audio_ms(self) -> float:
+        if not self.tts_sample_rate:
+            return 0.0
+        return self.tts_audio_bytes / 2 / self.tts_sample_rate * 1000.0

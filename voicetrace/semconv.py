@@ -1,0 +1,133 @@
+"""Span names, event names and attribute keys: the contract between capture and analysis.
+
+OpenTelemetry GenAI names (``gen_ai.*``) where they exist, pipecat's (``conversation.*``,
+``turn.*``) where they fit, ``voice.*`` for what neither defines. Each constant's docstring
+states its unit. Times on spans and events are epoch nanoseconds from the run's one
+monotonic clock (see ``voicetrace.clock``).
+"""
+
+# --- span names -----------------------------------------------------------------------
+SPAN_CONVERSATION = "conversation"
+"""One per call; starts at the call's time zero (first audio frame fed)."""
+SPAN_TURN = "turn"
+"""One per user turn: caller speech onset → end of the bot's reply."""
+SPAN_USER_SPEECH = "user.speech"
+"""VAD onset → end of the last voiced audio frame of the turn."""
+SPAN_ENDPOINTING = "turn.endpointing"
+"""End of last voiced audio → end of turn decided (VAD silence window + turn model)."""
+SPAN_ASR = "asr"
+"""ASR work for the turn → final transcript available."""
+SPAN_LLM = "llm"
+"""LLM request sent → last token received (client side)."""
+SPAN_TTS = "tts"
+"""First text handed to TTS → last audio out of TTS."""
+SPAN_BOT_SPEECH = "bot.speech"
+"""First bot audio frame played → last one played (or interrupted)."""
+SPAN_TOOL_PREFIX = "tool."
+"""Prefix of tool execution spans: ``tool.<name>``."""
+
+STAGE_SPANS = (
+    SPAN_USER_SPEECH,
+    SPAN_ENDPOINTING,
+    SPAN_ASR,
+    SPAN_LLM,
+    SPAN_TTS,
+    SPAN_BOT_SPEECH,
+)
+"""The stage spans every complete turn has, in causal order of their start."""
+
+# --- event names ----------------------------------------------------------------------
+EVENT_FIRST_TOKEN = "gen_ai.first_token"
+"""On ``llm``: the first content token arrived (role-only/empty chunks don't count)."""
+EVENT_TOKEN = "gen_ai.token"
+"""On ``llm``: one content token (or chunk, see ATTR_TOKEN_COUNT) arrived."""
+EVENT_TTS_FIRST_AUDIO = "tts.first_audio"
+"""On ``tts``: the first audio came out of TTS (TTFB)."""
+EVENT_ASR_INTERIM = "asr.interim"
+"""On ``asr``: an interim transcript."""
+
+# --- conversation ---------------------------------------------------------------------
+ATTR_CONVERSATION_ID = "conversation.id"
+"""String; one id per call."""
+ATTR_CALL_FILE = "voice.call.file"
+"""String; the replayed recording's file name."""
+ATTR_CALL_DURATION_MS = "voice.call.duration_ms"
+"""Float, milliseconds; length of the replayed recording."""
+ATTR_PIPELINE = "voice.pipeline"
+"""String; which pipeline produced the spans (e.g. ``reference``)."""
+
+# --- turn -----------------------------------------------------------------------------
+ATTR_TURN_NUMBER = "turn.number"
+"""Int, 1-based; the turn's position in the call."""
+ATTR_TURN_INTERRUPTED = "turn.was_interrupted"
+"""Bool; the caller spoke over the bot's reply."""
+ATTR_LANGUAGE = "voice.language"
+"""String, BCP-47-ish; the language the turn was transcribed in."""
+
+# --- VAD / endpointing ----------------------------------------------------------------
+ATTR_VAD_START_SECS = "voice.vad.start_secs"
+"""Float, seconds; voiced audio needed before the VAD declares speech."""
+ATTR_VAD_STOP_SECS = "voice.vad.stop_secs"
+"""Float, seconds; silence the VAD waits before it declares the speech stopped."""
+ATTR_VAD_SEGMENTS = "voice.vad.segments"
+"""Int; VAD speech segments merged into this turn."""
+ATTR_TURN_PROBABILITY = "voice.turn.probability"
+"""Float 0..1; the turn model's probability that the caller has finished."""
+ATTR_TURN_COMPLETE = "voice.turn.is_complete"
+"""Bool; the turn model's decision."""
+ATTR_TURN_INFERENCE_MS = "voice.turn.inference_ms"
+"""Float, milliseconds; time the turn model took."""
+
+# --- ASR ------------------------------------------------------------------------------
+ATTR_ASR_MODEL = "voice.asr.model"
+"""String; ASR model name."""
+ATTR_ASR_TRANSCRIPT = "voice.asr.transcript"
+"""String; the final transcript (only when content capture is on)."""
+ATTR_ASR_TRANSCRIPT_CHARS = "voice.asr.transcript_chars"
+"""Int, characters; length of the final transcript (always recorded)."""
+
+# --- LLM (OpenTelemetry GenAI) --------------------------------------------------------
+ATTR_GENAI_SYSTEM = "gen_ai.system"
+"""String; the LLM provider/server family."""
+ATTR_GENAI_OPERATION = "gen_ai.operation.name"
+"""String; ``chat``."""
+ATTR_GENAI_REQUEST_MODEL = "gen_ai.request.model"
+"""String; model name requested."""
+ATTR_GENAI_SERVER_ADDRESS = "server.address"
+"""String; LLM server base URL."""
+ATTR_GENAI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+"""Int, tokens; content tokens received."""
+ATTR_GENAI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+"""Int, tokens; prompt tokens (when the server reports usage)."""
+ATTR_GENAI_FINISH_REASONS = "gen_ai.response.finish_reasons"
+"""String[]; why generation stopped."""
+ATTR_LLM_TTFT_MS = "voice.llm.ttft_ms"
+"""Float, milliseconds; first content token − request sent."""
+ATTR_LLM_TPOT_MS = "voice.llm.tpot_ms"
+"""Float, milliseconds; (last token − first token) / (tokens − 1)."""
+ATTR_LLM_OUTPUT = "voice.llm.output"
+"""String; the generated text (only when content capture is on)."""
+ATTR_LLM_OUTPUT_CHARS = "voice.llm.output_chars"
+"""Int, characters; length of the generated text."""
+ATTR_TOKEN_COUNT = "voice.llm.chunk_tokens"
+"""Int, tokens; on a token event, how many tokens the chunk carried (>1 marks a split gap)."""
+
+# --- TTS ------------------------------------------------------------------------------
+ATTR_TTS_VOICE = "voice.tts.voice"
+"""String; TTS voice name."""
+ATTR_TTS_TTFB_MS = "voice.tts.ttfb_ms"
+"""Float, milliseconds; first audio out − first text in."""
+ATTR_TTS_CHARACTERS = "voice.tts.characters"
+"""Int, characters; text synthesised in the turn."""
+ATTR_TTS_AUDIO_MS = "voice.tts.audio_ms"
+"""Float, milliseconds; audio synthesised in the turn."""
+
+# --- bot speech -----------------------------------------------------------------------
+ATTR_BOT_INTERRUPTED = "voice.bot.interrupted"
+"""Bool; the bot's speech was cut off by the caller."""
+ATTR_BOT_AUDIO_MS = "voice.bot.audio_ms"
+"""Float, milliseconds; bot audio played in the turn."""
+
+# --- errors ---------------------------------------------------------------------------
+ATTR_ERROR_TYPE = "error.type"
+"""String; the class of error a stage hit."""
