@@ -1,0 +1,1 @@
+"""Audio in and out: load and pace the caller's recording, record both sides on one timeline."""

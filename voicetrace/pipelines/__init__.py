@@ -1,0 +1,1 @@
+"""Runnable reference voice pipelines built from the library (pipecat)."""

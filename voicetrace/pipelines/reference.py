@@ -1,0 +1,109 @@
+"""The reference voice pipeline: VAD + smart-turn → faster-whisper → OpenAI-compatible LLM → Piper.
+
+Order (PIPECAT-NOTES): file input → STT → user aggregator (VAD, turn detection) → LLM → TTS →
+paced output → assistant aggregator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+PERSONA = (
+    "You are Sam, the voice agent of Harbor Mutual Insurance's claims line. You help callers "
+    "with claim status, policy questions and address changes. Answer in one or two short "
+    "spoken sentences, plain words only: no lists, no markdown, no emojis."
+)
+
+
+@dataclass
+class PipelineConfig:
+    """Everything that shapes the pipeline; written to run.json and onto the spans."""
+
+    llm_base_url: str
+    llm_model: str
+    asr_model_path: str
+    asr_model_name: str = "whisper-tiny.en"
+    asr_language: str = "en"
+    asr_compute_type: str = "int8"
+    tts_voice_dir: str = ""
+    tts_voice: str = "en_US-joe-medium"
+    vad: str = "webrtc"
+    vad_mode: int = 2
+    vad_start_secs: float = 0.2
+    vad_stop_secs: float = 0.2
+    turn_model: str = "smart-turn-v3"
+    turn_stop_secs: float = 3.0
+    llm_max_tokens: int = 40
+    llm_temperature: float = 0.0
+    llm_seed: int = 7
+    system_prompt: str = PERSONA
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def build_vad(config: PipelineConfig):
+    from pipecat.audio.vad.vad_analyzer import VADParams
+
+    params = VADParams(start_secs=config.vad_start_secs, stop_secs=config.vad_stop_secs)
+    if config.vad == "silero":
+        from pipecat.audio.vad.silero import SileroVADAnalyzer
+
+        return SileroVADAnalyzer(params=params)
+    from voicetrace.pipelines.webrtc_vad import WebRTCVADAnalyzer
+
+    return WebRTCVADAnalyzer(mode=config.vad_mode, params=params)
+
+
+def build_processors(config: PipelineConfig, input_transport, output_transport) -> list:
+    """The pipeline's processors in order, ready for ``Pipeline([...])``."""
+    from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
+    from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import (
+        LLMContextAggregatorPair,
+        LLMUserAggregatorParams,
+    )
+    from pipecat.services.openai.llm import OpenAILLMService
+    from pipecat.services.piper.tts import PiperTTSService
+    from pipecat.services.whisper.stt import WhisperSTTService
+    from pipecat.transcriptions.language import Language
+    from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import (
+        TurnAnalyzerUserTurnStopStrategy,
+    )
+    from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+    stt = WhisperSTTService(
+        device="cpu",
+        compute_type=config.asr_compute_type,
+        settings=WhisperSTTService.Settings(model=config.asr_model_path, language=Language(config.asr_language)),
+        ttfs_p99_latency=1.0,
+    )
+    turn_analyzer = LocalSmartTurnAnalyzerV3(cpu_count=1, params=SmartTurnParams(stop_secs=config.turn_stop_secs))
+    aggregators = LLMContextAggregatorPair(
+        LLMContext(),
+        user_params=LLMUserAggregatorParams(
+            vad_analyzer=build_vad(config),
+            user_turn_strategies=UserTurnStrategies(
+                stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn_analyzer)]
+            ),
+        ),
+    )
+    llm = OpenAILLMService(
+        api_key="not-needed",
+        base_url=config.llm_base_url,
+        settings=OpenAILLMService.Settings(
+            model=config.llm_model,
+            system_instruction=config.system_prompt,
+            max_tokens=config.llm_max_tokens,
+            temperature=config.llm_temperature,
+            seed=config.llm_seed,
+        ),
+    )
+    tts = PiperTTSService(
+        download_dir=Path(config.tts_voice_dir),
+        settings=PiperTTSService.Settings(voice=config.tts_voice),
+    )
+    return [input_transport, stt, aggregators.user(), llm, tts, output_transport, aggregators.assistant()]

@@ -1,0 +1,308 @@
+"""`voicetrace run`: replay one call through the reference pipeline and write the run folder.
+
+runs/<run-id>/ holds trace.jsonl (spans, written as the call goes), bot.wav, call.wav
+(caller left, bot right) and run.json (configuration and outcome).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import secrets
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from voicetrace import __version__, components
+from voicetrace.audio.recorder import CallRecorder
+from voicetrace.audio.source import CallAudio, iter_pipeline_frames, open_call
+from voicetrace.clock import RunClock
+from voicetrace.pipelines.reference import PipelineConfig
+
+_TAIL_IDLE_NS = 1_500_000_000
+
+
+class RunError(Exception):
+    """A run that could not start or complete; one line for the user."""
+
+
+@dataclass
+class RunOptions:
+    call_path: Path
+    out_dir: Path = Path("runs")
+    llm_url: str | None = None
+    llm_model: str | None = None
+    caller_channel: int = 0
+    capture_content: bool = False
+    vad: str = "webrtc"
+    service_name: str = "voicetrace"
+    run_id: str | None = None
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    call: CallAudio
+    turns: int
+    spans_written: int
+    wall_seconds: float
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def trace_path(self) -> Path:
+        return self.run_dir / "trace.jsonl"
+
+
+ProgressFn = Callable[[float, float, int], None]
+"""(call seconds played, call seconds total, turns completed)."""
+
+
+def normalise_llm_url(url: str) -> str:
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def _new_run_id(call: Path) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{call.stem}-{secrets.token_hex(2)}"
+
+
+def _host_info() -> dict:
+    cpu_model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+    }
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"voicetrace": __version__}
+    for dist in ("pipecat-ai", "faster-whisper", "piper-tts", "opentelemetry-sdk", "webrtcvad-wheels", "onnxruntime"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def _embedded_config_paths() -> tuple[Path, Path]:
+    asr = components.whisper_tiny_en_dir()
+    voice = components.piper_voice_dir()
+    missing = [name for name, p in (("Whisper tiny.en", asr), ("Piper voice", voice)) if p is None]
+    if missing:
+        raise RunError(f"{', '.join(missing)} not installed: {components.INSTALL_HINT}")
+    return asr, voice
+
+
+def _check_llm_reachable(base_url: str) -> None:
+    import httpx
+
+    try:
+        httpx.get(f"{base_url}/models", timeout=5.0)
+    except httpx.HTTPError as exc:
+        raise RunError(f"LLM server at {base_url} is not reachable: {type(exc).__name__}") from None
+
+
+def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResult:
+    call = open_call(options.call_path, options.caller_channel)
+    asr_dir, voice_dir = _embedded_config_paths()
+    run_id = options.run_id or _new_run_id(call.path)
+    run_dir = Path(options.out_dir) / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    started = time.monotonic()
+
+    with ExitStack() as stack:
+        if options.llm_url:
+            if not options.llm_model:
+                raise RunError("--llm-url needs --model NAME (the model the server serves)")
+            base_url = normalise_llm_url(options.llm_url)
+            _check_llm_reachable(base_url)
+            llm_model, llm_server = options.llm_model, "external"
+        else:
+            base_url, llm_model = _start_embedded_llm(stack, run_dir)
+            llm_server = "llama-server (embedded)"
+        config = PipelineConfig(
+            llm_base_url=base_url,
+            llm_model=llm_model,
+            asr_model_path=str(asr_dir),
+            tts_voice_dir=str(voice_dir),
+            vad=options.vad,
+            extra={"llm_server": llm_server},
+        )
+        run_info = {
+            "run_id": run_id,
+            "started_at": datetime.now(timezone.utc).isoformat(),
+            "call": {
+                "file": str(call.path),
+                "sample_rate": call.sample_rate,
+                "channels": call.channels,
+                "caller_channel": call.caller_channel,
+                "duration_ms": call.duration_ms,
+                "format": f"{call.format}/{call.subtype}",
+            },
+            "pipeline": config.as_dict(),
+            "capture_content": options.capture_content,
+            "versions": _versions(),
+            "host": _host_info(),
+            "status": "running",
+        }
+        _write_json(run_dir / "run.json", run_info)
+        result = RunResult(run_id, run_dir, call, 0, 0, 0.0)
+        try:
+            _replay(call, config, options, run_dir, result, progress)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            run_info["status"] = "interrupted"
+            raise
+        finally:
+            result.wall_seconds = time.monotonic() - started
+            if run_info["status"] == "running":
+                run_info["status"] = "complete"
+            run_info.update(
+                finished_at=datetime.now(timezone.utc).isoformat(),
+                turns=result.turns,
+                spans_written=result.spans_written,
+                wall_seconds=round(result.wall_seconds, 3),
+            )
+            _write_json(run_dir / "run.json", run_info)
+    return result
+
+
+def _start_embedded_llm(stack: ExitStack, run_dir: Path) -> tuple[str, str]:
+    from voicetrace.servers.llama import LlamaServer, LLMServerError
+
+    binary, model = components.llama_server_bin(), components.smollm2_gguf()
+    if binary is None or model is None:
+        what = "llama-server" if binary is None else "the SmolLM2 GGUF"
+        raise RunError(f"{what} is not installed: {components.INSTALL_HINT}, or pass --llm-url URL --model NAME")
+    server = LlamaServer(binary=binary, model=model, log_path=run_dir / "llama-server.log")
+    try:
+        stack.enter_context(server)
+    except LLMServerError as exc:
+        raise RunError(str(exc)) from None
+    return f"{server.base_url}/v1", components.SMOLLM2_MODEL_NAME
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(path)
+
+
+def _replay(
+    call: CallAudio,
+    config: PipelineConfig,
+    options: RunOptions,
+    run_dir: Path,
+    result: RunResult,
+    progress: ProgressFn | None,
+) -> None:
+    from voicetrace import semconv as sc
+    from voicetrace.capture.observer import VoiceTraceObserver
+    from voicetrace.tracing import make_tracer_provider
+
+    clock = RunClock()
+    provider, exporter = make_tracer_provider(
+        run_dir / "trace.jsonl",
+        service_name=options.service_name,
+        resource_attributes={"voice.run.id": result.run_id},
+    )
+    observer = VoiceTraceObserver(
+        tracer_provider=provider,
+        clock=clock,
+        capture_content=options.capture_content,
+        conversation_id=result.run_id,
+        conversation_attributes={
+            sc.ATTR_CALL_FILE: call.path.name,
+            sc.ATTR_CALL_DURATION_MS: call.duration_ms,
+            sc.ATTR_PIPELINE: "reference",
+        },
+        stage_attributes={
+            sc.SPAN_ASR: {sc.ATTR_ASR_MODEL: config.asr_model_name},
+            sc.SPAN_LLM: {
+                sc.ATTR_GENAI_REQUEST_MODEL: config.llm_model,
+                sc.ATTR_GENAI_SYSTEM: "openai-compatible",
+                sc.ATTR_GENAI_SERVER_ADDRESS: config.llm_base_url,
+            },
+            sc.SPAN_TTS: {sc.ATTR_TTS_VOICE: config.tts_voice},
+        },
+    )
+    recorder = CallRecorder(run_dir)
+    try:
+        asyncio.run(_run_pipeline(call, config, observer, recorder, progress))
+    finally:
+        observer.finish()
+        provider.shutdown()
+        recorder.close()
+        result.turns = observer.turns_completed
+        result.spans_written = exporter.spans_written
+
+
+async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn | None) -> None:
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+    from pipecat.workers.runner import WorkerRunner
+
+    from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
+    from voicetrace.pipelines.reference import build_processors
+
+    total_s = call.duration_ms / 1000
+    timeline = CallTimeline()
+    worker: PipelineWorker | None = None
+    file_done = asyncio.Event()
+
+    def call_finished(now_ns: int) -> bool:
+        # The last reply has played out and the line has been quiet for a moment.
+        return observer.open_turns == 0 and now_ns - observer.last_activity_mono_ns > _TAIL_IDLE_NS
+
+    async def on_done() -> None:
+        file_done.set()
+        if worker is not None:
+            await worker.stop_when_done()
+
+    def on_progress(played_s: float) -> None:
+        if progress:
+            progress(played_s, total_s, observer.turns_completed)
+
+    input_transport = FileInputTransport(
+        iter_pipeline_frames(call),
+        timeline,
+        recorder,
+        on_call_start=observer.start_conversation,
+        on_progress=on_progress,
+        call_finished=call_finished,
+        on_done=on_done,
+    )
+    output_transport = PacedOutputTransport(timeline, recorder)
+    processors = build_processors(config, input_transport, output_transport)
+    worker = PipelineWorker(
+        Pipeline(processors),
+        params=PipelineParams(audio_in_sample_rate=16_000, audio_out_sample_rate=16_000, enable_metrics=True),
+        observers=[observer],
+        enable_rtvi=False,
+        idle_timeout_secs=None,
+    )
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    await runner.run()
+    if input_transport.error is not None:
+        raise input_transport.error

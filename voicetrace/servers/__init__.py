@@ -1,0 +1,1 @@
+"""Child servers voicetrace starts and stops (llama-server)."""
