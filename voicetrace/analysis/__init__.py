@@ -1,0 +1,1 @@
+"""Pure functions over span DataFrames: turns table, metrics, percentiles."""

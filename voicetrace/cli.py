@@ -1,0 +1,168 @@
+"""voicetrace's command line: thin wrappers that parse, call the library and print.
+
+Errors a user can cause print one line and exit non-zero; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Where every millisecond of a voice agent's reply goes.",
+    pretty_exceptions_enable=False,
+)
+# Off a terminal (CI logs, pipes) rich assumes 80 columns, too narrow for the turn table.
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True)
+
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_RUNTIME = 4
+EXIT_SIGINT = 130
+
+
+def _fail(message: str, code: int) -> "typer.Exit":
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def run(
+    call: Path = typer.Argument(..., help="The recorded call to replay (WAV; FLAC/OGG also read)."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Folder that receives runs/<run-id>/."),
+    llm_url: Optional[str] = typer.Option(None, "--llm-url", help="OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama); starts nothing."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name to request from --llm-url."),
+    caller_channel: int = typer.Option(0, "--caller-channel", help="Channel that holds the caller in a multi-channel file."),
+    vad: str = typer.Option("webrtc", "--vad", help="Voice activity detector: webrtc or silero."),
+    capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts and LLM text on spans (off by default: calls carry personal data)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time, call name, random suffix)."),
+) -> None:
+    """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
+    from voicetrace.audio.source import AudioInputError
+    from voicetrace.render.terminal import print_turn_table
+    from voicetrace.runner import RunError, RunOptions, run_call
+
+    if vad not in ("webrtc", "silero"):
+        raise _fail(f"--vad must be webrtc or silero, not {vad!r}", EXIT_USAGE)
+    options = RunOptions(
+        call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
+        capture_content=capture_content, vad=vad, run_id=run_id,
+    )
+    progress = _RunProgress()
+    try:
+        with progress:
+            result = run_call(options, progress.update)
+    except AudioInputError as exc:
+        raise _fail(str(exc), EXIT_INPUT)
+    except RunError as exc:
+        raise _fail(str(exc), EXIT_RUNTIME)
+    except FileExistsError as exc:
+        raise _fail(f"run folder already exists: {exc.filename}", EXIT_USAGE)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: spans recorded so far are in the run folder")
+        raise typer.Exit(EXIT_SIGINT)
+    console.print(f"run {result.run_id}: {result.turns} turns, {result.spans_written} spans in {result.wall_seconds:.1f} s")
+    console.print(f"  {result.run_dir}/  trace.jsonl  bot.wav  call.wav  run.json")
+    _report_file(result.trace_path)
+
+
+class _RunProgress:
+    """A live line: call time played / total, turns so far."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]replaying[/]"),
+            BarColumn(),
+            TextColumn("{task.fields[played]:.1f}/{task.total:.1f} s  turns: {task.fields[turns]}"),
+            console=err_console,
+            transient=False,
+        )
+        self._task = None
+
+    def __enter__(self):
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._progress.__exit__(*exc)
+
+    def update(self, played_s: float, total_s: float, turns: int) -> None:
+        if self._task is None:
+            self._task = self._progress.add_task("replay", total=total_s, played=0.0, turns=0)
+        self._progress.update(self._task, completed=min(played_s, total_s), played=played_s, turns=turns)
+
+
+def _report_file(trace: Path) -> None:
+    from voicetrace.analysis.turns import turn_metrics
+    from voicetrace.render.terminal import print_turn_table
+    from voicetrace.traces.otlp_json import read_trace_files
+
+    spans = read_trace_files([trace])
+    print_turn_table(console, turn_metrics(spans), skipped=spans.skipped)
+
+
+@app.command()
+def report(
+    traces: List[Path] = typer.Argument(..., help="trace.jsonl files or run folders."),
+) -> None:
+    """Per-turn latency table and percentiles from recorded spans (DESIGN.md metric definitions)."""
+    from voicetrace.traces.otlp_json import TraceInputError
+
+    paths = []
+    for path in traces:
+        if path.is_dir():
+            path = path / "trace.jsonl"
+        if not path.exists():
+            raise _fail(f"{path}: no such file", EXIT_INPUT)
+        paths.append(path)
+    try:
+        for path in paths:
+            _report_file(path)
+    except TraceInputError as exc:
+        raise _fail(str(exc), EXIT_INPUT)
+
+
+@app.command()
+def doctor() -> None:
+    """List each component of the embedded default (found or missing, version, path)."""
+    from rich.table import Table
+
+    from voicetrace.components import embedded_components
+
+    table = Table(title="voicetrace components (embedded default)")
+    for column in ("component", "status", "version", "path / what to do"):
+        table.add_column(column)
+    missing_required = []
+    for comp in embedded_components():
+        status = "[green]found[/]" if comp.found else ("[red]missing[/]" if comp.required else "[yellow]missing[/]")
+        table.add_row(comp.name, status, comp.version or "-", str(comp.path) if comp.found else comp.hint)
+        if comp.required and not comp.found:
+            missing_required.append(comp.name)
+    console.print(table)
+    if missing_required:
+        raise _fail(
+            f"the embedded default cannot run, missing: {', '.join(missing_required)}. Run `make install`.",
+            1,
+        )
+    console.print("[green]ready:[/] the embedded default can run")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(EXIT_SIGINT)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Renderers: terminal (rich), later HTML and JSON."""

@@ -1,0 +1,1 @@
+"""Read spans from OTLP JSON (files, later Jaeger and pipecat) into DataFrames."""
