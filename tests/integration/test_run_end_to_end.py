@@ -1,0 +1,147 @@
+"""`voicetrace run` on a sample call with the real models and the real llama-server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from urllib.parse import urlparse
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from voicetrace import semconv as sc
+from voicetrace.analysis.turns import turn_metrics
+from voicetrace.traces.otlp_json import read_trace_files
+
+from tests.conftest import SAMPLES, VOICETRACE
+
+pytestmark = pytest.mark.integration
+
+CALL = "claim_status"
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    result = subprocess.run(
+        [str(VOICETRACE), "run", str(SAMPLES / f"{CALL}.wav"), "--out", str(out), "--run-id", "it", "--capture-content"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, COLUMNS="140"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    run_dir = out / "it"
+    tables = read_trace_files([run_dir / "trace.jsonl"])
+    script = json.loads((SAMPLES / f"{CALL}.json").read_text())
+    return {"dir": run_dir, "stdout": result.stdout, "tables": tables, "script": script,
+            "turns": turn_metrics(tables)}
+
+
+def children_by_turn(tables):
+    spans = tables.spans
+    turns = spans[spans["name"] == sc.SPAN_TURN]
+    out = {}
+    for turn in turns.itertuples():
+        kids = spans[spans["parent_span_id"] == turn.span_id]
+        out[turn.attributes[sc.ATTR_TURN_NUMBER]] = {k.name: k for k in kids.itertuples()}
+    return out
+
+
+def test_every_scripted_turn_has_every_stage_span(run):
+    by_turn = children_by_turn(run["tables"])
+    assert sorted(by_turn) == list(range(1, len(run["script"]["lines"]) + 1))
+    for number, stages in by_turn.items():
+        assert set(sc.STAGE_SPANS) <= set(stages), (number, sorted(stages))
+
+
+def test_stages_are_in_causal_order(run):
+    events = run["tables"].events
+    for number, s in children_by_turn(run["tables"]).items():
+        first_token = events[(events.span_id == s["llm"].span_id) & (events.name == sc.EVENT_FIRST_TOKEN)].time_ns.min()
+        first_audio = events[(events.span_id == s["tts"].span_id) & (events.name == sc.EVENT_TTS_FIRST_AUDIO)].time_ns.min()
+        chain = [
+            ("speech start", s["user.speech"].start_ns),
+            ("speech end", s["user.speech"].end_ns),
+            ("endpoint start", s["turn.endpointing"].start_ns),
+            ("turn decided", s["turn.endpointing"].end_ns),
+            ("llm request", s["llm"].start_ns),
+            ("first token", first_token),
+            ("tts start", s["tts"].start_ns),
+            ("first audio", first_audio),
+            ("bot speech start", s["bot.speech"].start_ns),
+            ("bot speech end", s["bot.speech"].end_ns),
+        ]
+        for (a, ta), (b, tb) in zip(chain, chain[1:]):
+            assert ta <= tb, f"turn {number}: {a} after {b}"
+        assert s["user.speech"].end_ns <= s["asr"].start_ns <= s["asr"].end_ns <= s["llm"].start_ns
+
+
+def test_v2v_is_bot_audio_start_minus_caller_speech_end(run):
+    turns = run["turns"]
+    conv = run["tables"].spans.query("name == 'conversation'").iloc[0]
+    bot, rate = sf.read(run["dir"] / "bot.wav", dtype="int16")
+    for row, line in zip(turns.itertuples(), run["script"]["lines"]):
+        assert row.v2v_ms == pytest.approx((row.bot_start_ns - row.user_end_ns) / MS)
+        # Speech end from the VAD vs the script's measured end of the line.
+        speech_end_s = (row.user_end_ns - conv.start_ns) / 1e9
+        assert abs(speech_end_s - line["speech_end_s"]) < 0.25, (row.turn, speech_end_s, line)
+        # The bot's first audio in bot.wav after the caller stopped is where bot.speech starts.
+        after = int(speech_end_s * rate)
+        onset = (after + np.flatnonzero(bot[after:])[0]) / rate
+        assert abs(onset - (row.bot_start_ns - conv.start_ns) / 1e9) < 0.03
+        assert 0 < row.v2v_ms < 10_000
+
+
+def test_transcripts_contain_the_scripted_key_words(run):
+    for row, line in zip(run["turns"].itertuples(), run["script"]["lines"]):
+        transcript = row.transcript.lower()
+        assert all(word in transcript for word in line["keywords"]), (transcript, line["keywords"])
+
+
+def test_bot_wav_is_non_silent_exactly_where_bot_speech_spans_are(run):
+    bot, rate = sf.read(run["dir"] / "bot.wav", dtype="int16")
+    spans = run["tables"].spans
+    conv_start = spans.query("name == 'conversation'").start_ns.iloc[0]
+    inside = np.zeros(len(bot), dtype=bool)
+    slack = int(0.06 * rate)  # one 40 ms output chunk plus a frame
+    for span in spans.query("name == 'bot.speech'").itertuples():
+        a = int((span.start_ns - conv_start) / 1e9 * rate)
+        b = int((span.end_ns - conv_start) / 1e9 * rate)
+        assert np.abs(bot[a:b]).max() > 1000, "bot.speech span over silence"
+        inside[max(0, a - slack): b + slack] = True
+    assert not bot[~inside].any(), "bot audio outside every bot.speech span"
+
+
+def test_run_folder_has_stereo_call_and_config(run):
+    call, rate = sf.read(run["dir"] / "call.wav", dtype="int16")
+    source, _ = sf.read(SAMPLES / f"{CALL}.wav", dtype="int16")
+    bot, _ = sf.read(run["dir"] / "bot.wav", dtype="int16")
+    assert rate == 16000 and call.shape[1] == 2
+    assert (call[: len(source), 0] == source).all()
+    assert (call[:, 1] == bot[: len(call)]).all()
+    info = json.loads((run["dir"] / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["host"]["cpu_count"] >= 1
+    assert info["pipeline"]["llm_model"] and info["pipeline"]["vad_stop_secs"] > 0
+    assert info["versions"]["pipecat-ai"] == "1.14.0"
+    assert info["turns"] == len(run["script"]["lines"])
+
+
+def test_embedded_llama_server_is_stopped_after_the_run(run):
+    info = json.loads((run["dir"] / "run.json").read_text())
+    port = urlparse(info["pipeline"]["llm_base_url"]).port
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_run_prints_the_turn_table(run):
+    assert "V2V" in run["stdout"] and "p50" in run["stdout"] and "p95" in run["stdout"]
+
+
+def test_report_command_reads_the_run_folder(run):
+    result = subprocess.run([str(VOICETRACE), "report", str(run["dir"])], capture_output=True, text=True,
+                            env=dict(os.environ, COLUMNS="140"))
+    assert result.returncode == 0
+    assert f"{CALL}.wav" in result.stdout and "p95" in result.stdout
