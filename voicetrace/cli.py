@@ -5,6 +5,7 @@ Errors a user can cause print one line and exit non-zero; no tracebacks.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -26,6 +27,7 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_RUNTIME = 4
 EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
 
 
 def _fail(message: str, code: int) -> "typer.Exit":
@@ -47,7 +49,7 @@ def run(
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
     from voicetrace.audio.source import AudioInputError
     from voicetrace.render.terminal import print_turn_table
-    from voicetrace.runner import RunError, RunOptions, run_call
+    from voicetrace.runner import RunError, RunInterrupted, RunOptions, run_call
 
     if vad not in ("webrtc", "silero"):
         raise _fail(f"--vad must be webrtc or silero, not {vad!r}", EXIT_USAGE)
@@ -65,9 +67,10 @@ def run(
         raise _fail(str(exc), EXIT_RUNTIME)
     except FileExistsError as exc:
         raise _fail(f"run folder already exists: {exc.filename}", EXIT_USAGE)
-    except KeyboardInterrupt:
-        err_console.print("interrupted: spans recorded so far are in the run folder")
-        raise typer.Exit(EXIT_SIGINT)
+    except (KeyboardInterrupt, RunInterrupted) as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        err_console.print(f"interrupted ({signal.Signals(signum).name}): spans recorded so far are in the run folder")
+        raise typer.Exit(128 + signum)
     console.print(f"run {result.run_id}: {result.turns} turns, {result.spans_written} spans in {result.wall_seconds:.1f} s")
     console.print(f"  {result.run_dir}/  trace.jsonl  bot.wav  call.wav  run.json")
     _report_file(result.trace_path)

@@ -11,8 +11,10 @@ import json
 import os
 import platform
 import secrets
+import signal
+import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +31,14 @@ _TAIL_IDLE_NS = 1_500_000_000
 
 class RunError(Exception):
     """A run that could not start or complete; one line for the user."""
+
+
+class RunInterrupted(Exception):
+    """The run was stopped by SIGINT or SIGTERM; what was recorded so far is kept."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 @dataclass
@@ -169,7 +179,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
         result = RunResult(run_id, run_dir, call, 0, 0, 0.0)
         try:
             _replay(call, config, options, run_dir, result, progress)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RunInterrupted):
             result.interrupted = True
             run_info["status"] = "interrupted"
             raise
@@ -248,7 +258,8 @@ def _replay(
     )
     recorder = CallRecorder(run_dir)
     try:
-        asyncio.run(_run_pipeline(call, config, observer, recorder, progress))
+        with _pipecat_logs_to(run_dir / "pipeline.log"):
+            asyncio.run(_run_pipeline(call, config, observer, recorder, progress))
     finally:
         observer.finish()
         provider.shutdown()
@@ -301,8 +312,41 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
         enable_rtvi=False,
         idle_timeout_secs=None,
     )
+    # Ctrl-C / SIGTERM: cancel the pipeline ourselves (pipecat would swallow the cancellation),
+    # then report the signal so the run exits 130 / 143 with everything recorded so far.
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if not received:
+            received.append(signum)
+            asyncio.ensure_future(worker.cancel(reason=f"signal {signum}"))
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
     runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(worker)
-    await runner.run()
+    try:
+        await runner.add_workers(worker)
+        await runner.run()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    if received:
+        raise RunInterrupted(received[0])
     if input_transport.error is not None:
         raise input_transport.error
+
+
+@contextmanager
+def _pipecat_logs_to(path: Path):
+    """pipecat logs (loguru) go to the run folder; only errors reach the terminal."""
+    from loguru import logger
+
+    logger.remove()
+    file_sink = logger.add(path, level="DEBUG", enqueue=False)
+    err_sink = logger.add(sys.stderr, level="ERROR", format="{level}: {message}")
+    try:
+        yield
+    finally:
+        logger.remove(file_sink)
+        logger.remove(err_sink)

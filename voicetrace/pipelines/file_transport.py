@@ -11,7 +11,7 @@ import asyncio
 import time
 from typing import Callable, Iterable
 
-from pipecat.frames.frames import InputAudioRawFrame, OutputAudioRawFrame, StartFrame
+from pipecat.frames.frames import CancelFrame, InputAudioRawFrame, OutputAudioRawFrame, StartFrame
 from pipecat.transports.base_input import BaseInputTransport
 from pipecat.transports.base_output import BaseOutputTransport
 from pipecat.transports.base_transport import TransportParams
@@ -76,6 +76,11 @@ class FileInputTransport(BaseInputTransport):
         if self._feeder is None:
             self._feeder = self.create_task(self._feed(), "voicetrace::feed")
 
+    async def cancel(self, frame: CancelFrame) -> None:
+        await super().cancel(frame)
+        if self._feeder is not None and not self._feeder.done():
+            await self.cancel_task(self._feeder)
+
     async def _push(self, pcm: bytes, index: int, start_ns: int) -> None:
         # Pace against absolute deadlines so scheduling jitter never accumulates into drift.
         deadline = start_ns + index * _FRAME_NS
@@ -106,9 +111,8 @@ class FileInputTransport(BaseInputTransport):
                 index += 1
         except Exception as exc:  # surfaced by the runner as one line
             self.error = exc
-        finally:
-            self._on_progress(index * FRAME_MS / 1000)
-            await self._on_done()
+        self._on_progress(index * FRAME_MS / 1000)
+        await self._on_done()
 
 
 class PacedOutputTransport(BaseOutputTransport):

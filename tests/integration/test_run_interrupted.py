@@ -1,0 +1,58 @@
+"""Ctrl-C or SIGTERM in the middle of a real run: exit 130 / 143, a valid trace up to that moment,
+llama-server stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from urllib.parse import urlparse
+
+import pytest
+
+from voicetrace.traces.otlp_json import read_trace_files
+
+from tests.conftest import SAMPLES, VOICETRACE
+
+pytestmark = pytest.mark.integration
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)  # polling a condition, not a synchronising sleep
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_call(tmp_path, signum, code):
+    proc = subprocess.Popen(
+        [str(VOICETRACE), "run", str(SAMPLES / "address_change.wav"), "--out", str(tmp_path), "--run-id", "cc"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="140"),
+    )
+    trace = tmp_path / "cc" / "trace.jsonl"
+    try:
+        wait_for(lambda: trace.exists() and '"name":"turn"' in trace.read_text(), 120, "the first turn's spans")
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, stderr[-2000:]
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr
+    tables = read_trace_files([trace])
+    assert tables.skipped == 0
+    assert (tables.spans["name"] == "turn").sum() >= 1
+    assert (tables.spans["name"] == "conversation").sum() == 1  # closed at the interruption
+    info = json.loads((tmp_path / "cc" / "run.json").read_text())
+    assert info["status"] == "interrupted"
+    assert (tmp_path / "cc" / "call.wav").exists() and (tmp_path / "cc" / "bot.wav").exists()
+    port = urlparse(info["pipeline"]["llm_base_url"]).port
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
