@@ -43,7 +43,8 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", help="Model name to request from --llm-url."),
     caller_channel: int = typer.Option(0, "--caller-channel", help="Channel that holds the caller in a multi-channel file."),
     vad: str = typer.Option("webrtc", "--vad", help="Voice activity detector: webrtc or silero."),
-    capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts and LLM text on spans (off by default: calls carry personal data)."),
+    capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts, LLM text and tool arguments on spans (off by default: calls carry personal data; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also turns it on)."),
+    redact: bool = typer.Option(False, "--redact", help="With content capture, mask digit runs and e-mail addresses in every text attribute."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time, call name, random suffix)."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
@@ -55,7 +56,7 @@ def run(
         raise _fail(f"--vad must be webrtc or silero, not {vad!r}", EXIT_USAGE)
     options = RunOptions(
         call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
-        capture_content=capture_content, vad=vad, run_id=run_id,
+        capture_content=True if capture_content else None, redact=redact, vad=vad, run_id=run_id,
     )
     progress = _RunProgress()
     try:

@@ -27,6 +27,7 @@ from voicetrace.clock import RunClock
 from voicetrace.pipelines.reference import PipelineConfig
 
 _TAIL_IDLE_NS = 1_500_000_000
+EMBEDDED_LLM = "llama-server (embedded)"
 
 
 class RunError(Exception):
@@ -48,7 +49,9 @@ class RunOptions:
     llm_url: str | None = None
     llm_model: str | None = None
     caller_channel: int = 0
-    capture_content: bool = False
+    capture_content: bool | None = None
+    """None: follow OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT."""
+    redact: bool = False
     vad: str = "webrtc"
     service_name: str = "voicetrace"
     run_id: str | None = None
@@ -149,7 +152,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             llm_model, llm_server = options.llm_model, "external"
         else:
             base_url, llm_model = _start_embedded_llm(stack, run_dir)
-            llm_server = "llama-server (embedded)"
+            llm_server = EMBEDDED_LLM
         config = PipelineConfig(
             llm_base_url=base_url,
             llm_model=llm_model,
@@ -170,7 +173,8 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
                 "format": f"{call.format}/{call.subtype}",
             },
             "pipeline": config.as_dict(),
-            "capture_content": options.capture_content,
+            "capture_content": bool(options.capture_content),
+            "redact": options.redact,
             "versions": _versions(),
             "host": _host_info(),
             "status": "running",
@@ -240,6 +244,7 @@ def _replay(
         tracer_provider=provider,
         clock=clock,
         capture_content=options.capture_content,
+        redact=options.redact,
         conversation_id=result.run_id,
         conversation_attributes={
             sc.ATTR_CALL_FILE: call.path.name,
@@ -273,6 +278,7 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker
     from pipecat.workers.runner import WorkerRunner
 
+    from voicetrace.capture.llm_stream import instrument_openai_llm
     from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
     from voicetrace.pipelines.reference import build_processors
 
@@ -304,9 +310,10 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
         on_done=on_done,
     )
     output_transport = PacedOutputTransport(timeline, recorder)
-    processors = build_processors(config, input_transport, output_transport)
+    reference = build_processors(config, input_transport, output_transport)
+    instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM)
     worker = PipelineWorker(
-        Pipeline(processors),
+        Pipeline(reference.processors),
         params=PipelineParams(audio_in_sample_rate=16_000, audio_out_sample_rate=16_000, enable_metrics=True),
         observers=[observer],
         enable_rtvi=False,

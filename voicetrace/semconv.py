@@ -25,6 +25,12 @@ SPAN_BOT_SPEECH = "bot.speech"
 """First bot audio frame played → last one played (or interrupted)."""
 SPAN_TOOL_PREFIX = "tool."
 """Prefix of tool execution spans: ``tool.<name>``."""
+SPAN_LLM_QUEUE = "llm.server.queue"
+"""Child of ``llm``: time the request waited in the server's queue (when the server tells)."""
+SPAN_LLM_PREFILL = "llm.server.prefill"
+"""Child of ``llm``: the server's prompt processing, placed to end at the first token."""
+SPAN_LLM_DECODE = "llm.server.decode"
+"""Child of ``llm``: the server's token generation, placed to end at the last token."""
 
 STAGE_SPANS = (
     SPAN_USER_SPEECH,
@@ -45,6 +51,8 @@ EVENT_TTS_FIRST_AUDIO = "tts.first_audio"
 """On ``tts``: the first audio came out of TTS (TTFB)."""
 EVENT_ASR_INTERIM = "asr.interim"
 """On ``asr``: an interim transcript."""
+EVENT_TURN_INCOMPLETE = "turn.incomplete"
+"""On ``turn.endpointing``: the turn model judged the caller not finished yet."""
 
 # --- conversation ---------------------------------------------------------------------
 ATTR_CONVERSATION_ID = "conversation.id"
@@ -77,6 +85,8 @@ ATTR_TURN_COMPLETE = "voice.turn.is_complete"
 """Bool; the turn model's decision."""
 ATTR_TURN_INFERENCE_MS = "voice.turn.inference_ms"
 """Float, milliseconds; time the turn model took."""
+ATTR_TURN_DECISION = "voice.turn.decision"
+"""String; ``complete`` (the model said so) or ``silence_fallback`` (its silence timeout fired)."""
 
 # --- ASR ------------------------------------------------------------------------------
 ATTR_ASR_MODEL = "voice.asr.model"
@@ -111,6 +121,36 @@ ATTR_LLM_OUTPUT_CHARS = "voice.llm.output_chars"
 """Int, characters; length of the generated text."""
 ATTR_TOKEN_COUNT = "voice.llm.chunk_tokens"
 """Int, tokens; on a token event, how many tokens the chunk carried (>1 marks a split gap)."""
+ATTR_LLM_PREPARE_MS = "voice.llm.prepare_ms"
+"""Float, milliseconds; the service began the call → the HTTP request left (client-side work)."""
+ATTR_LLM_CHUNKS = "voice.llm.content_chunks"
+"""Int; streamed chunks that carried content."""
+ATTR_LLM_TOOL_CALLS = "voice.llm.tool_calls"
+"""String[]; tools the model asked for in this call."""
+
+# --- LLM server (llama.cpp ``timings``; vLLM / SGLang request spans) -------------------
+ATTR_SERVER_PROMPT_N = "llama_cpp.prompt_n"
+"""Int, tokens; prompt tokens the server processed (not from its cache)."""
+ATTR_SERVER_CACHE_N = "llama_cpp.cache_n"
+"""Int, tokens; prompt tokens served from the server's prompt cache."""
+ATTR_SERVER_PROMPT_MS = "llama_cpp.prompt_ms"
+"""Float, milliseconds; the server's prompt processing time."""
+ATTR_SERVER_PREDICTED_N = "llama_cpp.predicted_n"
+"""Int, tokens; tokens the server generated."""
+ATTR_SERVER_PREDICTED_MS = "llama_cpp.predicted_ms"
+"""Float, milliseconds; the server's generation time."""
+ATTR_SERVER_CLAMPED = "voice.server.clamped"
+"""Bool; the server's duration did not fit inside the client's view and was clamped."""
+
+# --- tools ----------------------------------------------------------------------------
+ATTR_TOOL_NAME = "gen_ai.tool.name"
+"""String; the tool's name."""
+ATTR_TOOL_TRIGGER = "voice.tool.trigger"
+"""String; ``function_call`` (the model asked) or ``intent`` (rules on the transcript)."""
+ATTR_TOOL_ARGUMENTS = "voice.tool.arguments"
+"""String, JSON; the tool's arguments (only when content capture is on)."""
+ATTR_TOOL_RESULT_CHARS = "voice.tool.result_chars"
+"""Int, characters; size of the tool's result."""
 
 # --- TTS ------------------------------------------------------------------------------
 ATTR_TTS_VOICE = "voice.tts.voice"
@@ -127,7 +167,17 @@ ATTR_BOT_INTERRUPTED = "voice.bot.interrupted"
 """Bool; the bot's speech was cut off by the caller."""
 ATTR_BOT_AUDIO_MS = "voice.bot.audio_ms"
 """Float, milliseconds; bot audio played in the turn."""
+ATTR_BOT_INTERRUPTION_LATENCY_MS = "voice.bot.interruption_latency_ms"
+"""Float, milliseconds; caller speech onset → bot audio stopped, on a barge-in."""
+ATTR_BOT_UNSPOKEN_TOKENS = "voice.bot.unspoken_tokens"
+"""Int, tokens; LLM tokens generated but never played, pro rata to unplayed audio (estimate)."""
 
 # --- errors ---------------------------------------------------------------------------
 ATTR_ERROR_TYPE = "error.type"
 """String; the class of error a stage hit."""
+
+# --- resource (every span of a run; see voicetrace.export) ----------------------------
+RES_DEPLOYMENT_ENVIRONMENT = "deployment.environment"
+"""String; where the run happened (``local`` unless --environment / OTEL_RESOURCE_ATTRIBUTES)."""
+RES_PIPELINE_CONFIG_PREFIX = "voice.pipeline.config."
+"""Prefix of the pipeline configuration's scalar settings (seconds, tokens... as named)."""

@@ -145,3 +145,25 @@ def test_report_command_reads_the_run_folder(run):
                             env=dict(os.environ, COLUMNS="140"))
     assert result.returncode == 0
     assert f"{CALL}.wav" in result.stdout and "p95" in result.stdout
+
+
+def test_llama_server_prefill_and_decode_fit_inside_the_client_llm_span(run):
+    spans = run["tables"].spans
+    llm = spans[spans["name"] == sc.SPAN_LLM]
+    assert len(llm) == len(run["script"]["lines"])
+    cached = []
+    for call in llm.sort_values("start_ns").itertuples():
+        kids = spans[spans["parent_span_id"] == call.span_id].set_index("name")
+        prefill, decode = kids.loc[sc.SPAN_LLM_PREFILL], kids.loc[sc.SPAN_LLM_DECODE]
+        server_ms = prefill.attributes[sc.ATTR_SERVER_PROMPT_MS] + decode.attributes[sc.ATTR_SERVER_PREDICTED_MS]
+        client_ms = (call.end_ns - call.start_ns) / MS
+        assert server_ms <= client_ms, (server_ms, client_ms)
+        assert call.start_ns <= prefill.start_ns <= prefill.end_ns <= decode.end_ns <= call.end_ns
+        assert prefill.attributes[sc.ATTR_SERVER_PROMPT_N] >= 1
+        cached.append(prefill.attributes[sc.ATTR_SERVER_CACHE_N])
+        # TTFT counts from the request to the first content token, which ends prefill.
+        ttft_ms = call.attributes[sc.ATTR_LLM_TTFT_MS]
+        assert ttft_ms == pytest.approx((prefill.end_ns - call.start_ns) / MS, abs=0.01)
+        assert call.attributes[sc.ATTR_GENAI_INPUT_TOKENS] >= prefill.attributes[sc.ATTR_SERVER_PROMPT_N]
+    # The system prompt and the history are served from llama.cpp's prompt cache after turn 1.
+    assert all(n > 0 for n in cached[1:]), cached

@@ -42,8 +42,10 @@ from pipecat.transports.base_output import BaseOutputTransport
 
 from voicetrace import __version__
 from voicetrace import semconv as sc
-from voicetrace.capture.span_builder import SpanBuilder
-from voicetrace.capture.turn_record import TurnRecord
+from voicetrace.capture.content import ContentPolicy
+from voicetrace.capture.llm_stream import LLMCall
+from voicetrace.capture.span_builder import SpanBuilder, traceparent_of
+from voicetrace.capture.turn_record import ToolRun, TurnRecord
 from voicetrace.clock import RunClock
 
 log = logging.getLogger(__name__)
@@ -58,7 +60,8 @@ class VoiceTraceObserver(BaseObserver):
         *,
         tracer_provider: TracerProvider,
         clock: RunClock | None = None,
-        capture_content: bool = False,
+        capture_content: bool | None = None,
+        redact: bool = False,
         conversation_id: str | None = None,
         conversation_attributes: Mapping[str, Any] | None = None,
         stage_attributes: Mapping[str, Mapping[str, Any]] | None = None,
@@ -68,8 +71,8 @@ class VoiceTraceObserver(BaseObserver):
         self._tracer = tracer_provider.get_tracer("voicetrace", __version__)
         self._clock = clock or RunClock()
         self._frame_time_ns = frame_time_ns
-        self._builder = SpanBuilder(self._tracer, self._clock.to_wall_ns, capture_content, stage_attributes)
-        self._capture_content = capture_content
+        self.content = ContentPolicy.from_flags(capture_content, redact)
+        self._builder = SpanBuilder(self._tracer, self._clock.to_wall_ns, self.content, stage_attributes)
         self._conversation_id = conversation_id
         self._conversation_attributes = dict(conversation_attributes or {})
         self._conversation = None
@@ -78,6 +81,7 @@ class VoiceTraceObserver(BaseObserver):
         self._turns: list[TurnRecord] = []
         self._open: list[TurnRecord] = []
         self._recent_ids: OrderedDict[int, None] = OrderedDict()
+        self._call_tools: list[ToolRun] = []
         self.turns_completed = 0
         self.last_activity_mono_ns = 0
 
@@ -98,6 +102,10 @@ class VoiceTraceObserver(BaseObserver):
         """Close open turns and the conversation (idempotent)."""
         for rec in list(self._open):
             self._close_turn(rec)
+        if self._conversation_ctx is not None:
+            for run in self._call_tools:
+                self._builder.emit_tool(run, self._conversation_ctx)
+            self._call_tools.clear()
         if self._conversation is not None and self._conversation.is_recording():
             end = mono_ns if mono_ns is not None else self._clock.mono_ns()
             self._conversation.end(end_time=self._clock.to_wall_ns(end))
@@ -158,7 +166,7 @@ class VoiceTraceObserver(BaseObserver):
         elif isinstance(frame, TranscriptionFrame):
             self._handle_transcription(frame, t)
         elif isinstance(frame, InterimTranscriptionFrame):
-            pass  # streaming ASR arrives with the capture-depth work
+            self._handle_interim(frame, t)
         elif isinstance(frame, LLMFullResponseStartFrame):
             self._handle_llm_start(t)
         elif isinstance(frame, LLMTextFrame):
@@ -206,14 +214,17 @@ class VoiceTraceObserver(BaseObserver):
             rec.decided_ns = None
             rec.turn_is_complete = None
             return
+        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
+        onset = t - int(frame.start_secs * _SECONDS_NS)
         responding = self._responding()
         if responding is not None and not responding.reply_finished:
             responding.interrupted = True
-        if self.conversation_started is False:
+            responding.interrupted_by_onset_ns = onset
+        if not self.conversation_started:
             self.start_conversation(t)
-        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
-        onset = t - int(frame.start_secs * _SECONDS_NS)
         rec = TurnRecord(number=len(self._turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs)
+        # Started now (with its true start time) so an LLM request can name it as parent.
+        rec.span = self._builder.start_turn_span(rec, self._conversation_ctx)
         self._turns.append(rec)
         self._open.append(rec)
 
@@ -269,23 +280,60 @@ class VoiceTraceObserver(BaseObserver):
         if rec.asr_start_ns is None:
             rec.asr_start_ns = t
 
+    def _handle_interim(self, frame: InterimTranscriptionFrame, t: int) -> None:
+        rec = self._listening()
+        if rec is not None and frame.text.strip():
+            rec.interim_ns.append((t, frame.text.strip()))
+
+    # Without an instrumented LLM service, the LLM's frames are the best client-side view:
+    # LLMFullResponseStart is pushed just before the request, each LLMTextFrame per chunk.
     def _handle_llm_start(self, t: int) -> None:
         rec = self._responding()
-        if rec is not None and rec.llm_start_ns is None:
-            rec.llm_start_ns = t
+        if rec is not None and rec.frame_llm is None:
+            rec.frame_llm = LLMCall(request_ns=t)
 
     def _handle_llm_text(self, frame: LLMTextFrame, t: int) -> None:
         rec = self._responding()
-        if rec is None or rec.llm_start_ns is None or not frame.text:
+        if rec is None or rec.frame_llm is None or not frame.text:
             return
-        rec.token_times_ns.append(t)
-        rec.llm_text += frame.text
+        rec.frame_llm.add_content(t, frame.text)
 
     def _handle_llm_end(self, t: int) -> None:
         rec = self._responding()
-        if rec is not None and rec.llm_start_ns is not None:
-            rec.llm_end_ns = t
+        if rec is not None and rec.frame_llm is not None:
+            rec.llm_end_ns = rec.frame_llm.end_ns = t
             self._maybe_close(rec)
+
+    # --- hooks for instrumented services (called in the pipeline's own tasks) ------------
+    def _current_turn(self) -> TurnRecord | None:
+        """The newest open turn: the one an LLM request or a tool run belongs to."""
+        return self._turns[-1] if self._turns and self._turns[-1] in self._open else None
+
+    def begin_llm_call(self, prepare_ns: int) -> LLMCall | None:
+        rec = self._current_turn()
+        if rec is None or rec.span is None:
+            return None
+        call = LLMCall(request_ns=prepare_ns, prepare_ns=prepare_ns, parent=trace.set_span_in_context(rec.span))
+        rec.llm_calls.append(call)
+        return call
+
+    def llm_request_sent(self, call: LLMCall, request_ns: int) -> str | None:
+        call.request_ns = request_ns
+        call.span = self._builder.start_llm_span(request_ns, call.parent)
+        call.traceparent = traceparent_of(call.span)
+        return call.traceparent
+
+    def end_llm_call(self, call: LLMCall) -> None:
+        """Nothing to do until the turn closes: the call object already holds its timing."""
+
+    def begin_tool(self, name: str, arguments: str | None, trigger: str, start_ns: int) -> ToolRun:
+        run = ToolRun(name=name, start_ns=start_ns, arguments=arguments, trigger=trigger)
+        rec = self._current_turn()
+        if rec is not None:
+            rec.tools.append(run)
+        else:
+            self._call_tools.append(run)  # before any turn (e.g. at call start): under the conversation
+        return run
 
     def _handle_tts_started(self, t: int) -> None:
         rec = self._responding()
@@ -344,7 +392,5 @@ class VoiceTraceObserver(BaseObserver):
         self._open.remove(rec)
         if rec.speech_end_ns is None:
             return  # speech that never ended before the call did: nothing to measure
-        if self._conversation_ctx is None:
-            self.start_conversation(rec.speech_start_ns)
-        self._builder.emit_turn(rec, self._conversation_ctx)
+        self._builder.emit_turn(rec)
         self.turns_completed += 1

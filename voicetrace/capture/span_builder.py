@@ -1,26 +1,44 @@
 """Turn a finished TurnRecord into the turn's span tree (DESIGN.md's span model).
 
-Spans are written with explicit start and end times from the run's one clock, once the
-turn is over, so every stage span starts and ends at the moment it happened even when the
-moment is only known later (speech end = VAD stop minus its silence window).
+Most spans are written once the turn is over, with explicit start and end times from the
+run's one clock, so every stage starts and ends at the moment it happened even when that
+moment is only known later (speech end = VAD stop minus its silence window). The ``turn``
+and ``llm`` spans are started live, because an LLM request carries their ids (traceparent).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Iterable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Status, StatusCode, Tracer
+from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from voicetrace import semconv as sc
-from voicetrace.capture.turn_record import TurnRecord
+from voicetrace.capture.content import ContentPolicy
+from voicetrace.capture.llm_stream import LLMCall
+from voicetrace.capture.turn_record import ToolRun, TurnRecord
 
 _NS_PER_MS = 1_000_000
+# llama.cpp's decode time includes sampling the first token, which the client sees as the end
+# of prefill: a fit within a millisecond is a fit, not a clock problem.
+_CLAMP_TOLERANCE_NS = 2 * _NS_PER_MS
+
+Event = tuple[str, int, Mapping[str, Any]]
 
 
 def _ms(ns: int) -> float:
     return ns / _NS_PER_MS
+
+
+def traceparent_of(span: Span) -> str:
+    ctx = span.get_span_context()
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+
+
+def _clean(attributes: Mapping[str, Any]) -> dict:
+    return {k: v for k, v in attributes.items() if v is not None}
 
 
 class SpanBuilder:
@@ -28,27 +46,32 @@ class SpanBuilder:
         self,
         tracer: Tracer,
         to_wall_ns: Callable[[int], int],
-        capture_content: bool = False,
+        content: ContentPolicy | None = None,
         stage_attributes: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self._tracer = tracer
         self._wall = to_wall_ns
-        self._capture_content = capture_content
+        self._content = content or ContentPolicy()
         # Static per-stage attributes (model names, voice, VAD settings) from the pipeline config.
         self._stage_attributes = {k: dict(v) for k, v in (stage_attributes or {}).items()}
 
-    def _span(
-        self,
-        name: str,
-        parent: Context,
-        start_ns: int,
-        end_ns: int,
-        attributes: Mapping[str, Any],
-        events: Iterable[tuple[str, int, Mapping[str, Any]]] = (),
-        error: str | None = None,
-    ):
-        attrs = {**self._stage_attributes.get(name, {}), **{k: v for k, v in attributes.items() if v is not None}}
-        span = self._tracer.start_span(name, context=parent, start_time=self._wall(start_ns), attributes=attrs)
+    # --- live spans ---------------------------------------------------------------------
+    def start_turn_span(self, rec: TurnRecord, conversation: Context | None) -> Span:
+        return self._tracer.start_span(
+            sc.SPAN_TURN, context=conversation, start_time=self._wall(rec.speech_start_ns),
+            attributes={sc.ATTR_TURN_NUMBER: rec.number},
+        )
+
+    def start_llm_span(self, request_ns: int, parent: Context) -> Span:
+        return self._tracer.start_span(
+            sc.SPAN_LLM, context=parent, start_time=self._wall(request_ns),
+            attributes=self._stage_attributes.get(sc.SPAN_LLM, {}),
+        )
+
+    # --- finished spans -----------------------------------------------------------------
+    def _finish(self, span: Span, start_ns: int, end_ns: int, attributes: Mapping[str, Any],
+                events: Iterable[Event] = (), error: str | None = None) -> Span:
+        span.set_attributes(_clean(attributes))
         for event_name, time_ns, event_attrs in events:
             span.add_event(event_name, attributes=dict(event_attrs), timestamp=self._wall(time_ns))
         if error:
@@ -57,47 +80,43 @@ class SpanBuilder:
         span.end(end_time=self._wall(max(end_ns, start_ns)))
         return span
 
-    def emit_turn(self, rec: TurnRecord, conversation: Context) -> None:
+    def _span(self, name: str, parent: Context, start_ns: int, end_ns: int, attributes: Mapping[str, Any],
+              events: Iterable[Event] = (), error: str | None = None) -> Span:
+        attrs = {**self._stage_attributes.get(name, {}), **_clean(attributes)}
+        span = self._tracer.start_span(name, context=parent, start_time=self._wall(start_ns), attributes=attrs)
+        return self._finish(span, start_ns, end_ns, {}, events, error)
+
+    def emit_turn(self, rec: TurnRecord) -> None:
+        calls = rec.llm_calls_to_emit
         end_ns = max(
             t
             for t in (
-                rec.speech_start_ns,
-                rec.speech_end_ns,
-                rec.decided_ns,
-                rec.committed_ns,
-                rec.asr_end_ns,
-                rec.llm_end_ns,
-                rec.token_times_ns[-1] if rec.token_times_ns else None,
-                rec.tts_last_audio_ns,
-                rec.bot_end_ns,
+                rec.speech_start_ns, rec.speech_end_ns, rec.decided_ns, rec.committed_ns, rec.asr_end_ns,
+                rec.llm_end_ns, rec.tts_last_audio_ns, rec.bot_end_ns,
+                *(c.end_ns for c in calls), *(r.end_ns for r in rec.tools),
             )
             if t is not None
         )
-        turn_attrs: dict[str, Any] = {
-            sc.ATTR_TURN_NUMBER: rec.number,
-            sc.ATTR_TURN_INTERRUPTED: rec.interrupted,
-            sc.ATTR_LANGUAGE: rec.language,
-        }
-        turn = self._tracer.start_span(
-            sc.SPAN_TURN, context=conversation, start_time=self._wall(rec.speech_start_ns), attributes=turn_attrs
-        )
-        ctx = trace.set_span_in_context(turn)
+        ctx = trace.set_span_in_context(rec.span)
         self._user_speech(rec, ctx)
         self._endpointing(rec, ctx)
         self._asr(rec, ctx)
-        self._llm(rec, ctx)
+        for call in calls:
+            self._llm(call, rec, ctx)
+        for run in rec.tools:
+            self.emit_tool(run, ctx)
         self._tts(rec, ctx)
-        self._bot_speech(rec, ctx)
-        turn.end(end_time=self._wall(end_ns))
+        self._bot_speech(rec, calls, ctx)
+        self._finish(
+            rec.span, rec.speech_start_ns, end_ns,
+            {sc.ATTR_TURN_INTERRUPTED: rec.interrupted, sc.ATTR_LANGUAGE: rec.language},
+        )
 
     def _user_speech(self, rec: TurnRecord, ctx: Context) -> None:
         if rec.speech_end_ns is None:
             return
         self._span(
-            sc.SPAN_USER_SPEECH,
-            ctx,
-            rec.speech_start_ns,
-            rec.speech_end_ns,
+            sc.SPAN_USER_SPEECH, ctx, rec.speech_start_ns, rec.speech_end_ns,
             {sc.ATTR_VAD_START_SECS: rec.vad_start_secs, sc.ATTR_VAD_SEGMENTS: rec.vad_segments},
         )
 
@@ -105,19 +124,15 @@ class SpanBuilder:
         decided = rec.decided_ns if rec.decided_ns is not None else rec.committed_ns
         if rec.speech_end_ns is None or decided is None:
             return
-        events = [
-            ("turn.incomplete", t, {sc.ATTR_TURN_PROBABILITY: p}) for t, p in rec.incomplete_decisions_ns
-        ]
+        events = [(sc.EVENT_TURN_INCOMPLETE, t, {sc.ATTR_TURN_PROBABILITY: p}) for t, p in rec.incomplete_decisions_ns]
         self._span(
-            sc.SPAN_ENDPOINTING,
-            ctx,
-            rec.speech_end_ns,
-            decided,
+            sc.SPAN_ENDPOINTING, ctx, rec.speech_end_ns, decided,
             {
                 sc.ATTR_VAD_STOP_SECS: rec.vad_stop_secs,
                 sc.ATTR_TURN_PROBABILITY: rec.turn_probability,
                 sc.ATTR_TURN_COMPLETE: rec.turn_is_complete,
                 sc.ATTR_TURN_INFERENCE_MS: rec.turn_inference_ms,
+                sc.ATTR_TURN_DECISION: "complete" if rec.turn_is_complete else "silence_fallback",
             },
             events,
         )
@@ -125,55 +140,118 @@ class SpanBuilder:
     def _asr(self, rec: TurnRecord, ctx: Context) -> None:
         if rec.asr_start_ns is None or rec.asr_end_ns is None:
             return
-        attrs: dict[str, Any] = {sc.ATTR_ASR_TRANSCRIPT_CHARS: len(rec.transcript), sc.ATTR_LANGUAGE: rec.language}
-        if self._capture_content:
-            attrs[sc.ATTR_ASR_TRANSCRIPT] = rec.transcript
-        self._span(sc.SPAN_ASR, ctx, rec.asr_start_ns, rec.asr_end_ns, attrs)
+        events = [
+            (sc.EVENT_ASR_INTERIM, t, _clean({sc.ATTR_ASR_TRANSCRIPT: self._content.text(text), sc.ATTR_ASR_TRANSCRIPT_CHARS: len(text)}))
+            for t, text in rec.interim_ns
+        ]
+        self._span(
+            sc.SPAN_ASR, ctx, rec.asr_start_ns, rec.asr_end_ns,
+            {
+                sc.ATTR_ASR_TRANSCRIPT_CHARS: len(rec.transcript),
+                sc.ATTR_ASR_TRANSCRIPT: self._content.text(rec.transcript),
+                sc.ATTR_LANGUAGE: rec.language,
+            },
+            events,
+        )
 
-    def _llm(self, rec: TurnRecord, ctx: Context) -> None:
-        if rec.llm_start_ns is None:
-            return
-        tokens = rec.token_times_ns
-        end = rec.llm_end_ns if rec.llm_end_ns is not None else (tokens[-1] if tokens else rec.llm_start_ns)
+    def _llm(self, call: LLMCall, rec: TurnRecord, ctx: Context) -> None:
+        tokens = call.token_times_ns
+        end = call.end_ns if call.end_ns is not None else (tokens[-1] if tokens else call.request_ns)
+        output_tokens = call.output_tokens if call.output_tokens is not None else sum(call.token_counts)
         attrs: dict[str, Any] = {
             sc.ATTR_GENAI_OPERATION: "chat",
-            sc.ATTR_GENAI_OUTPUT_TOKENS: len(tokens),
-            sc.ATTR_LLM_OUTPUT_CHARS: len(rec.llm_text),
+            sc.ATTR_GENAI_OUTPUT_TOKENS: output_tokens,
+            sc.ATTR_GENAI_INPUT_TOKENS: call.input_tokens,
+            sc.ATTR_LLM_CHUNKS: len(tokens),
+            sc.ATTR_LLM_OUTPUT_CHARS: len(call.text),
+            sc.ATTR_LLM_OUTPUT: self._content.text(call.text),
+            sc.ATTR_GENAI_FINISH_REASONS: [call.finish_reason] if call.finish_reason else None,
+            sc.ATTR_LLM_TOOL_CALLS: call.tool_calls or None,
+            sc.ATTR_LLM_PREPARE_MS: _ms(call.request_ns - call.prepare_ns) if call.prepare_ns is not None else None,
         }
-        events: list[tuple[str, int, Mapping[str, Any]]] = []
+        events: list[Event] = []
         if tokens:
-            attrs[sc.ATTR_LLM_TTFT_MS] = _ms(tokens[0] - rec.llm_start_ns)
-            if len(tokens) > 1:
-                attrs[sc.ATTR_LLM_TPOT_MS] = _ms(tokens[-1] - tokens[0]) / (len(tokens) - 1)
+            attrs[sc.ATTR_LLM_TTFT_MS] = _ms(tokens[0] - call.request_ns)
+            n = sum(call.token_counts)
+            if n > 1:
+                attrs[sc.ATTR_LLM_TPOT_MS] = _ms(tokens[-1] - tokens[0]) / (n - 1)
             events.append((sc.EVENT_FIRST_TOKEN, tokens[0], {}))
-            events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: 1}) for t in tokens)
-        if self._capture_content:
-            attrs[sc.ATTR_LLM_OUTPUT] = rec.llm_text
-        error = None if tokens or rec.interrupted else "no content tokens received"
-        self._span(sc.SPAN_LLM, ctx, rec.llm_start_ns, end, attrs, events, error)
+            events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: c}) for t, c in zip(tokens, call.token_counts))
+        error = call.error
+        if error is None and not tokens and not call.tool_calls and not rec.interrupted:
+            error = "no content tokens received"
+        if call.span is None:
+            call.span = self._tracer.start_span(
+                sc.SPAN_LLM, context=ctx, start_time=self._wall(call.request_ns),
+                attributes=self._stage_attributes.get(sc.SPAN_LLM, {}),
+            )
+        span = self._finish(call.span, call.request_ns, end, attrs, events, error)
+        if call.server_timings and tokens:
+            self._llama_server_spans(call, span, end)
+
+    def _llama_server_spans(self, call: LLMCall, llm_span: Span, end_ns: int) -> None:
+        """llama.cpp reports durations, not clock times: anchor prefill to end at the first token
+        and decode to end at the last, on the client's timeline, inside the client span."""
+        timings = call.server_timings or {}
+        ctx = trace.set_span_in_context(llm_span)
+        prompt_ns = int(float(timings.get("prompt_ms", 0)) * _NS_PER_MS)
+        decode_ns = int(float(timings.get("predicted_ms", 0)) * _NS_PER_MS)
+        first, last = call.token_times_ns[0], call.token_times_ns[-1]
+        prefill_start = max(call.request_ns, first - prompt_ns)
+        self._span(
+            sc.SPAN_LLM_PREFILL, ctx, prefill_start, first,
+            {
+                sc.ATTR_SERVER_PROMPT_N: timings.get("prompt_n"),
+                sc.ATTR_SERVER_CACHE_N: timings.get("cache_n"),
+                sc.ATTR_SERVER_PROMPT_MS: timings.get("prompt_ms"),
+                sc.ATTR_SERVER_CLAMPED: call.request_ns - (first - prompt_ns) > _CLAMP_TOLERANCE_NS,
+            },
+        )
+        decode_start = max(first, last - decode_ns)
+        self._span(
+            sc.SPAN_LLM_DECODE, ctx, decode_start, min(last, end_ns),
+            {
+                sc.ATTR_SERVER_PREDICTED_N: timings.get("predicted_n"),
+                sc.ATTR_SERVER_PREDICTED_MS: timings.get("predicted_ms"),
+                sc.ATTR_SERVER_CLAMPED: first - (last - decode_ns) > _CLAMP_TOLERANCE_NS,
+            },
+        )
+
+    def emit_tool(self, run: ToolRun, ctx: Context) -> None:
+        end = run.end_ns if run.end_ns is not None else run.start_ns
+        self._span(
+            sc.SPAN_TOOL_PREFIX + run.name, ctx, run.start_ns, end,
+            {
+                sc.ATTR_TOOL_NAME: run.name,
+                sc.ATTR_TOOL_TRIGGER: run.trigger,
+                sc.ATTR_TOOL_RESULT_CHARS: run.result_chars,
+                sc.ATTR_TOOL_ARGUMENTS: self._content.text(run.arguments),
+                sc.ATTR_ERROR_TYPE: run.error,
+            },
+            error=run.error,
+        )
 
     def _tts(self, rec: TurnRecord, ctx: Context) -> None:
         if rec.tts_start_ns is None:
             return
         end = rec.tts_last_audio_ns or rec.tts_stopped_ns or rec.tts_start_ns
-        attrs: dict[str, Any] = {
-            sc.ATTR_TTS_CHARACTERS: rec.tts_characters,
-            sc.ATTR_TTS_AUDIO_MS: rec.tts_audio_ms,
-        }
-        events: list[tuple[str, int, Mapping[str, Any]]] = []
+        attrs: dict[str, Any] = {sc.ATTR_TTS_CHARACTERS: rec.tts_characters, sc.ATTR_TTS_AUDIO_MS: rec.tts_audio_ms}
+        events: list[Event] = []
         if rec.tts_first_audio_ns is not None:
             attrs[sc.ATTR_TTS_TTFB_MS] = _ms(rec.tts_first_audio_ns - rec.tts_start_ns)
             events.append((sc.EVENT_TTS_FIRST_AUDIO, rec.tts_first_audio_ns, {}))
         self._span(sc.SPAN_TTS, ctx, rec.tts_start_ns, end, attrs, events)
 
-    def _bot_speech(self, rec: TurnRecord, ctx: Context) -> None:
+    def _bot_speech(self, rec: TurnRecord, calls: list[LLMCall], ctx: Context) -> None:
         if rec.bot_start_ns is None:
             return
         end = rec.bot_end_ns if rec.bot_end_ns is not None else rec.bot_start_ns
-        self._span(
-            sc.SPAN_BOT_SPEECH,
-            ctx,
-            rec.bot_start_ns,
-            end,
-            {sc.ATTR_BOT_INTERRUPTED: rec.interrupted, sc.ATTR_BOT_AUDIO_MS: _ms(end - rec.bot_start_ns)},
-        )
+        played_ms = _ms(end - rec.bot_start_ns)
+        attrs: dict[str, Any] = {sc.ATTR_BOT_INTERRUPTED: rec.interrupted, sc.ATTR_BOT_AUDIO_MS: played_ms}
+        if rec.interrupted and rec.interrupted_by_onset_ns is not None:
+            attrs[sc.ATTR_BOT_INTERRUPTION_LATENCY_MS] = _ms(end - rec.interrupted_by_onset_ns)
+            # Tokens generated but never heard, pro rata to the synthesised audio that never played.
+            generated = sum(sum(c.token_counts) for c in calls)
+            played_share = min(1.0, played_ms / rec.tts_audio_ms) if rec.tts_audio_ms else 0.0
+            attrs[sc.ATTR_BOT_UNSPOKEN_TOKENS] = round(generated * (1.0 - played_share))
+        self._span(sc.SPAN_BOT_SPEECH, ctx, rec.bot_start_ns, end, attrs)

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from voicetrace.capture.llm_stream import LLMCall
+
+
+@dataclass
+class ToolRun:
+    name: str
+    start_ns: int
+    end_ns: int | None = None
+    arguments: str | None = None
+    result_chars: int = 0
+    error: str | None = None
+    trigger: str = "intent"
+    """``intent`` (rules on the transcript) or ``function_call`` (the model asked)."""
 
 
 @dataclass
 class TurnRecord:
     number: int
     speech_start_ns: int
+    span: Any = None
+    """The live ``turn`` span, started when the turn starts so LLM requests can point at it."""
     vad_start_secs: float = 0.0
     speech_end_ns: int | None = None
     vad_stop_secs: float = 0.0
@@ -26,11 +43,13 @@ class TurnRecord:
     asr_end_ns: int | None = None
     transcript: str = ""
     language: str | None = None
-    # LLM
-    llm_start_ns: int | None = None
+    interim_ns: list[tuple[int, str]] = field(default_factory=list)
+    # LLM: calls timed at the client when the service is instrumented, else seen from frames.
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    frame_llm: LLMCall | None = None
     llm_end_ns: int | None = None
-    token_times_ns: list[int] = field(default_factory=list)
-    llm_text: str = ""
+    # Tools
+    tools: list[ToolRun] = field(default_factory=list)
     # TTS
     tts_start_ns: int | None = None
     tts_first_audio_ns: int | None = None
@@ -45,6 +64,7 @@ class TurnRecord:
     bot_end_ns: int | None = None
     bot_speaking: bool = False
     interrupted: bool = False
+    interrupted_by_onset_ns: int | None = None
 
     @property
     def committed(self) -> bool:
@@ -65,3 +85,10 @@ class TurnRecord:
         if not self.tts_sample_rate:
             return 0.0
         return self.tts_audio_bytes / 2 / self.tts_sample_rate * 1000.0
+
+    @property
+    def llm_calls_to_emit(self) -> list[LLMCall]:
+        """Client-timed calls when the service was instrumented; else the one seen from frames."""
+        if self.llm_calls:
+            return self.llm_calls
+        return [self.frame_llm] if self.frame_llm is not None else []

@@ -57,8 +57,17 @@ def build_vad(config: PipelineConfig):
     return WebRTCVADAnalyzer(mode=config.vad_mode, params=params)
 
 
-def build_processors(config: PipelineConfig, input_transport, output_transport) -> list:
-    """The pipeline's processors in order, ready for ``Pipeline([...])``."""
+@dataclass
+class ReferencePipeline:
+    processors: list
+    """In order, ready for ``Pipeline([...])``."""
+    llm: object
+    stt: object
+    tts: object
+
+
+def build_processors(config: PipelineConfig, input_transport, output_transport) -> ReferencePipeline:
+    """The reference pipeline's processors and the services instrumentation hooks into."""
     from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
     from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
     from pipecat.processors.aggregators.llm_context import LLMContext
@@ -106,4 +115,5 @@ def build_processors(config: PipelineConfig, input_transport, output_transport) 
         download_dir=Path(config.tts_voice_dir),
         settings=PiperTTSService.Settings(voice=config.tts_voice),
     )
-    return [input_transport, stt, aggregators.user(), llm, tts, output_transport, aggregators.assistant()]
+    processors = [input_transport, stt, aggregators.user(), llm, tts, output_transport, aggregators.assistant()]
+    return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts)
