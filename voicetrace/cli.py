@@ -5,6 +5,7 @@ Errors a user can cause print one line and exit non-zero; no tracebacks.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -46,6 +47,10 @@ def run(
     capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts, LLM text and tool arguments on spans (off by default: calls carry personal data; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also turns it on)."),
     redact: bool = typer.Option(False, "--redact", help="With content capture, mask digit runs and e-mail addresses in every text attribute."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Name of the run folder (default: time, call name, random suffix)."),
+    otlp: Optional[str] = typer.Option(None, "--otlp", help="Also send spans live to an OTLP backend such as Jaeger: http://HOST:4317 (gRPC) or http://HOST:4318 (HTTP); OTEL_EXPORTER_OTLP_ENDPOINT/_PROTOCOL/_HEADERS work too."),
+    otlp_protocol: Optional[str] = typer.Option(None, "--otlp-protocol", help="grpc or http/protobuf (default: from the URL, then OTEL_EXPORTER_OTLP_PROTOCOL, then http/protobuf)."),
+    service_name: str = typer.Option("voicetrace", "--service-name", envvar="OTEL_SERVICE_NAME", help="service.name on the spans (what Jaeger lists them under)."),
+    environment: Optional[str] = typer.Option(None, "--environment", help="deployment.environment on the spans (default: from OTEL_RESOURCE_ATTRIBUTES, else local)."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
     from voicetrace.audio.source import AudioInputError
@@ -58,6 +63,15 @@ def run(
         call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
         capture_content=True if capture_content else None, redact=redact, vad=vad, run_id=run_id,
     )
+    from voicetrace.export import OtlpConfigError, export_summary, quiet_exporter_logs, resolve_otlp_target
+
+    try:
+        options.otlp = resolve_otlp_target(otlp, otlp_protocol, os.environ)
+    except OtlpConfigError as exc:
+        raise _fail(str(exc), EXIT_USAGE)
+    options.service_name, options.environment = service_name, environment
+    options.on_warning = lambda message: err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    quiet_exporter_logs()
     progress = _RunProgress()
     try:
         with progress:
@@ -74,6 +88,9 @@ def run(
         raise typer.Exit(128 + signum)
     console.print(f"run {result.run_id}: {result.turns} turns, {result.spans_written} spans in {result.wall_seconds:.1f} s")
     console.print(f"  {result.run_dir}/  trace.jsonl  bot.wav  call.wav  run.json")
+    if result.otlp is not None:
+        line, complete = export_summary(options.otlp, result.otlp)
+        (console if complete else err_console).print(line, highlight=False, soft_wrap=True)
     _report_file(result.trace_path)
 
 
@@ -116,11 +133,19 @@ def _report_file(trace: Path) -> None:
 
 @app.command()
 def report(
-    traces: List[Path] = typer.Argument(..., help="trace.jsonl files or run folders."),
+    traces: Optional[List[Path]] = typer.Argument(None, help="trace.jsonl files or run folders."),
+    jaeger: Optional[str] = typer.Option(None, "--jaeger", help="Read the spans from Jaeger's query API instead: http://HOST:16686."),
+    service: Optional[str] = typer.Option(None, "--service", help="With --jaeger: the service.name whose traces to read."),
+    since: str = typer.Option("1h", "--since", help="With --jaeger: how far back to look (30m, 1h, 2d)."),
+    trace_id: Optional[List[str]] = typer.Option(None, "--trace-id", help="With --jaeger: read this trace only (repeatable)."),
+    limit: int = typer.Option(20, "--limit", help="With --jaeger: at most this many traces, newest first."),
 ) -> None:
     """Per-turn latency table and percentiles from recorded spans (DESIGN.md metric definitions)."""
     from voicetrace.traces.otlp_json import TraceInputError
 
+    if jaeger or not traces:
+        _report_jaeger(traces, jaeger, service, since, trace_id, limit)
+        return
     paths = []
     for path in traces:
         if path.is_dir():
@@ -133,6 +158,24 @@ def report(
             _report_file(path)
     except TraceInputError as exc:
         raise _fail(str(exc), EXIT_INPUT)
+
+
+def _report_jaeger(traces, jaeger, service, since, trace_ids, limit) -> None:
+    from voicetrace.analysis.turns import turn_metrics
+    from voicetrace.render.terminal import print_turn_table
+    from voicetrace.traces.jaeger import JaegerQueryError, JaegerUnreachableError, parse_since_s, read_jaeger
+
+    if not jaeger:
+        raise _fail("give trace files or run folders, or --jaeger http://HOST:16686 --service NAME", EXIT_USAGE)
+    if traces:
+        raise _fail("give trace files or --jaeger, not both", EXIT_USAGE)
+    try:
+        spans = read_jaeger(jaeger, service, parse_since_s(since), trace_ids, limit)
+    except JaegerUnreachableError as exc:
+        raise _fail(str(exc), EXIT_RUNTIME)
+    except JaegerQueryError as exc:
+        raise _fail(str(exc), EXIT_INPUT)
+    print_turn_table(console, turn_metrics(spans), skipped=spans.skipped)
 
 
 @app.command()

@@ -55,6 +55,12 @@ class RunOptions:
     vad: str = "webrtc"
     service_name: str = "voicetrace"
     run_id: str | None = None
+    otlp: "OtlpTarget | None" = None
+    """Also send spans live to this OTLP backend (voicetrace.export)."""
+    environment: str | None = None
+    """deployment.environment; None: OTEL_RESOURCE_ATTRIBUTES or ``local``."""
+    on_warning: Callable[[str], None] | None = None
+    """Called (at most once per problem) when live export runs into trouble."""
 
 
 @dataclass
@@ -67,6 +73,7 @@ class RunResult:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    otlp: "ExportStats | None" = None
 
     @property
     def trace_path(self) -> Path:
@@ -232,14 +239,20 @@ def _replay(
 ) -> None:
     from voicetrace import semconv as sc
     from voicetrace.capture.observer import VoiceTraceObserver
+    from voicetrace.export import attach_live_export, environment_from, run_resource_attributes
     from voicetrace.tracing import make_tracer_provider
 
     clock = RunClock()
     provider, exporter = make_tracer_provider(
         run_dir / "trace.jsonl",
         service_name=options.service_name,
-        resource_attributes={"voice.run.id": result.run_id},
+        resource_attributes={
+            "voice.run.id": result.run_id,
+            **run_resource_attributes(config.as_dict(), result.run_id, call.path.name,
+                                      environment_from(os.environ, options.environment)),
+        },
     )
+    live = attach_live_export(provider, options.otlp, warn=options.on_warning) if options.otlp else None
     observer = VoiceTraceObserver(
         tracer_provider=provider,
         clock=clock,
@@ -271,6 +284,7 @@ def _replay(
         recorder.close()
         result.turns = observer.turns_completed
         result.spans_written = exporter.spans_written
+        result.otlp = live.stats if live else None
 
 
 async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn | None) -> None:

@@ -1,0 +1,47 @@
+"""`--otlp` and `report --jaeger` mistakes: one line, non-zero exit, no traceback (the real CLI)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.conftest import SAMPLES
+from tests.unit.test_cli_errors import assert_one_line_error, run_cli
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--otlp", "ftp://collector:4317"], "not an http(s):// or grpc:// URL"),
+    (["--otlp", "http://localhost:4318", "--otlp-protocol", "http/json"], "grpc or http/protobuf"),
+])
+def test_bad_otlp_settings(tmp_path, cli_env, args, needle):
+    result = run_cli("run", str(SAMPLES / "address_change.wav"), "--out", str(tmp_path / "runs"), *args, env=cli_env)
+    assert_one_line_error(result, 2, needle)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_otlp_headers_from_the_environment(tmp_path, cli_env):
+    env = dict(cli_env, OTEL_EXPORTER_OTLP_ENDPOINT="http://localhost:4318", OTEL_EXPORTER_OTLP_HEADERS="novalue")
+    result = run_cli("run", str(SAMPLES / "address_change.wav"), "--out", str(tmp_path / "runs"), env=env)
+    assert_one_line_error(result, 2, "not key=value")
+
+
+def test_report_from_unreachable_jaeger(cli_env):
+    result = run_cli("report", "--jaeger", f"http://127.0.0.1:{closed_port()}", "--service", "voicetrace", env=cli_env)
+    assert_one_line_error(result, 4, "is not reachable")
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    ([], 2, "--jaeger"),
+    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--since", "soon"], 3, "--since"),
+    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--limit", "0"], 3, "--limit"),
+    (["--jaeger", "http://127.0.0.1:9"], 3, "--service"),
+])
+def test_report_usage_errors(cli_env, args, code, needle):
+    assert_one_line_error(run_cli("report", *args, env=cli_env), code, needle)
