@@ -53,6 +53,8 @@ class RunOptions:
     """None: follow OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT."""
     redact: bool = False
     vad: str = "webrtc"
+    tools: str = "intent"
+    tools_db: Path | None = None
     service_name: str = "voicetrace"
     run_id: str | None = None
     otlp: "OtlpTarget | None" = None
@@ -166,6 +168,8 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             asr_model_path=str(asr_dir),
             tts_voice_dir=str(voice_dir),
             vad=options.vad,
+            tools=options.tools,
+            tools_db=str(options.tools_db or ""),
             extra={"llm_server": llm_server},
         )
         run_info = {
@@ -324,7 +328,7 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
         on_done=on_done,
     )
     output_transport = PacedOutputTransport(timeline, recorder)
-    reference = build_processors(config, input_transport, output_transport)
+    reference = build_processors(config, input_transport, output_transport, tool_sink=observer)
     instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM)
     worker = PipelineWorker(
         Pipeline(reference.processors),

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from voicetrace import semconv as sc
 from voicetrace.capture.content import ContentPolicy
@@ -32,9 +33,11 @@ def _ms(ns: int) -> float:
     return ns / _NS_PER_MS
 
 
-def traceparent_of(span: Span) -> str:
-    ctx = span.get_span_context()
-    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+def traceparent_of(span: Span) -> str | None:
+    """The W3C traceparent header value for ``span`` (OpenTelemetry's own propagator)."""
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier, context=trace.set_span_in_context(span))
+    return carrier.get("traceparent")
 
 
 def _clean(attributes: Mapping[str, Any]) -> dict:

@@ -38,6 +38,11 @@ class PipelineConfig:
     llm_temperature: float = 0.0
     llm_seed: int = 7
     system_prompt: str = PERSONA
+    tools: str = "intent"
+    """How tools run in turns: ``intent`` (rules on the transcript), ``function`` (the model
+    calls them), ``both`` or ``off``. lookup_policy always runs at call start unless ``off``."""
+    tools_db: str = ""
+    caller_phone: str = "+15550100"
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -66,8 +71,13 @@ class ReferencePipeline:
     tts: object
 
 
-def build_processors(config: PipelineConfig, input_transport, output_transport) -> ReferencePipeline:
-    """The reference pipeline's processors and the services instrumentation hooks into."""
+TOOL_MODES = ("intent", "function", "both", "off")
+
+
+def build_processors(config: PipelineConfig, input_transport, output_transport, tool_sink=None) -> ReferencePipeline:
+    """The reference pipeline's processors and the services instrumentation hooks into.
+
+    ``tool_sink`` (the VoiceTraceObserver) receives a span per tool execution."""
     from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
     from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
     from pipecat.processors.aggregators.llm_context import LLMContext
@@ -84,6 +94,10 @@ def build_processors(config: PipelineConfig, input_transport, output_transport) 
     )
     from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+    from voicetrace.tools.claims_db import ensure_db
+    from voicetrace.tools.insurance import InsuranceTools
+    from voicetrace.tools.runner import IntentToolRunner, register_function_tools, tools_schema
+
     stt = WhisperSTTService(
         device="cpu",
         compute_type=config.asr_compute_type,
@@ -91,8 +105,10 @@ def build_processors(config: PipelineConfig, input_transport, output_transport) 
         ttfs_p99_latency=1.0,
     )
     turn_analyzer = LocalSmartTurnAnalyzerV3(cpu_count=1, params=SmartTurnParams(stop_secs=config.turn_stop_secs))
+    function_tools = config.tools in ("function", "both")
+    context = LLMContext(tools=tools_schema()) if function_tools else LLMContext()
     aggregators = LLMContextAggregatorPair(
-        LLMContext(),
+        context,
         user_params=LLMUserAggregatorParams(
             vad_analyzer=build_vad(config),
             user_turn_strategies=UserTurnStrategies(
@@ -115,5 +131,11 @@ def build_processors(config: PipelineConfig, input_transport, output_transport) 
         download_dir=Path(config.tts_voice_dir),
         settings=PiperTTSService.Settings(voice=config.tts_voice),
     )
-    processors = [input_transport, stt, aggregators.user(), llm, tts, output_transport, aggregators.assistant()]
+    processors = [input_transport, stt, aggregators.user()]
+    if config.tools != "off":
+        tools = InsuranceTools(ensure_db(Path(config.tools_db) if config.tools_db else None), config.caller_phone)
+        processors.append(IntentToolRunner(tools, context, tool_sink, intents=config.tools in ("intent", "both")))
+        if function_tools:
+            register_function_tools(llm, tools, {"sink": tool_sink})
+    processors += [llm, tts, output_transport, aggregators.assistant()]
     return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts)

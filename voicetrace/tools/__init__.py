@@ -1,0 +1,1 @@
+"""The reference agent's tools: a local SQLite database of policies and claims."""
