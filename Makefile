@@ -10,9 +10,11 @@ install:
 	scripts/install.sh
 
 demo: install
-	$(BIN)/voicetrace run $(CALL) --out runs
+	id=demo-$$(date +%Y%m%d-%H%M%S); $(BIN)/voicetrace run $(CALL) --out runs --run-id $$id && \
+	  $(BIN)/voicetrace report runs/$$id -o runs/$$id/report.html --json > runs/$$id/report.json
 
 test: install
+	scripts/install-test-deps.sh
 	$(BIN)/pytest -q -ra
 
 test-unit:

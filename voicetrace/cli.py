@@ -143,30 +143,38 @@ def report(
     since: str = typer.Option("1h", "--since", help="With --jaeger: how far back to look (30m, 1h, 2d)."),
     trace_id: Optional[List[str]] = typer.Option(None, "--trace-id", help="With --jaeger: read this trace only (repeatable)."),
     limit: int = typer.Option(20, "--limit", help="With --jaeger: at most this many traces, newest first."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write one self-contained HTML report (opens offline)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary and every turn as JSON instead of tables."),
+    budget_ms: float = typer.Option(1000.0, "--budget-ms", help="V2V budget for voice goodput (share of turns within it)."),
+    gguf: Optional[Path] = typer.Option(None, "--gguf", help="Model file whose header gives the KV-cache shape (default: the run's embedded model)."),
+    model_shape: Optional[str] = typer.Option(None, "--model-shape", help="KV-cache shape instead of --gguf: LAYERS,KV_HEADS,HEAD_DIM[,BYTES_PER_VALUE]."),
 ) -> None:
     """Per-turn latency table and percentiles from recorded spans (DESIGN.md metric definitions)."""
-    from voicetrace.traces.otlp_json import TraceInputError
-
     if jaeger or not traces:
-        _report_jaeger(traces, jaeger, service, since, trace_id, limit)
+        _report_jaeger(traces, jaeger, service, since, trace_id, limit, output=output, as_json=as_json,
+                       budget_ms=budget_ms, gguf=gguf, model_shape=model_shape)
         return
-    paths = []
-    for path in traces:
-        if path.is_dir():
-            path = path / "trace.jsonl"
-        if not path.exists():
-            raise _fail(f"{path}: no such file", EXIT_INPUT)
-        paths.append(path)
+    from voicetrace.commands.report import report_command
+
+    _analysis(report_command, list(traces), output=output, as_json=as_json, budget_ms=budget_ms, gguf=gguf,
+              model_shape=model_shape)
+
+
+def _analysis(command, *args, **kwargs) -> None:
+    """Run an analysis command (voicetrace.commands); its user errors become one line and an exit code."""
+    from voicetrace.commands import CommandError
+
     try:
-        for path in paths:
-            _report_file(path)
-    except TraceInputError as exc:
-        raise _fail(str(exc), EXIT_INPUT)
+        command(*args, console=console, err_console=err_console, **kwargs)
+    except CommandError as exc:
+        raise _fail(exc.message, exc.code)
 
 
-def _report_jaeger(traces, jaeger, service, since, trace_ids, limit) -> None:
-    from voicetrace.analysis.turns import turn_metrics
-    from voicetrace.render.terminal import print_turn_table
+def _report_jaeger(traces, jaeger, service, since, trace_ids, limit, **report_options) -> None:
+    """The same report as from files, from the spans Jaeger's query API gives back."""
+    from voicetrace.analysis.report import build_report
+    from voicetrace.commands.inputs import model_shape
+    from voicetrace.commands.report import report_command
     from voicetrace.traces.jaeger import JaegerQueryError, JaegerUnreachableError, parse_since_s, read_jaeger
 
     if not jaeger:
@@ -179,7 +187,17 @@ def _report_jaeger(traces, jaeger, service, since, trace_ids, limit) -> None:
         raise _fail(str(exc), EXIT_RUNTIME)
     except JaegerQueryError as exc:
         raise _fail(str(exc), EXIT_INPUT)
-    print_turn_table(console, turn_metrics(spans), skipped=spans.skipped)
+    budget_ms = report_options["budget_ms"]
+    if budget_ms <= 0:
+        raise _fail(f"--budget-ms must be positive, not {budget_ms:g}", EXIT_USAGE)
+    from voicetrace.commands import CommandError
+
+    try:
+        shape = model_shape([], report_options.pop("gguf"), report_options.pop("model_shape"))
+    except CommandError as exc:
+        raise _fail(exc.message, exc.code)
+    report = build_report(spans, budget_ms=budget_ms, model_shape=shape, sources=[jaeger])
+    _analysis(report_command, [], report=report, **report_options)
 
 
 @app.command()
@@ -205,6 +223,11 @@ def doctor() -> None:
             1,
         )
     console.print("[green]ready:[/] the embedded default can run")
+
+
+from voicetrace.commands.cli import register as _register_analysis_commands  # noqa: E402
+
+_register_analysis_commands(app, _analysis)
 
 
 def main() -> None:

@@ -1,7 +1,12 @@
 """Spans → one row per turn with DESIGN.md's metrics (milliseconds).
 
 Pure and vectorised: DataFrames in, DataFrame out; a stage that is missing gives NaN
-(shown as missing), never zero.
+(shown as missing), never zero. Instants are kept as nullable ``Int64`` epoch nanoseconds
+(``*_ns``) so differences are exact; metrics are float milliseconds (``*_ms``).
+
+A turn may hold several spans of one stage (pipecat's tracing opens one ``tts`` per sentence,
+a tool call makes a second ``llm`` request): a stage starts at its first span's start and ends
+at its last span's end; TTFT is measured on the request that produced the first content token.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ STAGE_METRICS = [
 ]
 """The per-turn latency metrics, in the order a turn's reply builds up."""
 
+EXTRA_METRICS = ["transport_ms", "llm_e2e_ms", "tpot_ms"]
+"""More per-turn metrics (DESIGN.md): bot audio played − first TTS audio; last token − request; TPOT."""
+
 _SHORT = {
     sc.SPAN_USER_SPEECH: "user",
     sc.SPAN_ENDPOINTING: "endpoint",
@@ -33,92 +41,135 @@ _SHORT = {
     sc.SPAN_TTS: "tts",
     sc.SPAN_BOT_SPEECH: "bot",
 }
+KEY = ["trace_id", "turn_span_id"]
+
+TURN_COLUMNS = (
+    ["trace_id", "turn_span_id", "conversation_span_id", "conversation", "turn", "interrupted", "language", "at_s",
+     "transcript", "llm_output", "output_tokens", "input_tokens", "reported_user_bot_ms"]
+    + [f"{short}_{edge}_ns" for short in _SHORT.values() for edge in ("start", "end")]
+    + ["first_token_ns", "first_token_llm_start_ns", "first_audio_ns"]
+    + STAGE_METRICS + EXTRA_METRICS
+)
 
 
-def _first_event_times(events: pd.DataFrame, name: str) -> pd.Series:
+def _ms(delta: pd.Series) -> np.ndarray:
+    """Int64 nanoseconds (nullable) → float milliseconds with NaN for missing."""
+    return delta.to_numpy(dtype="float64", na_value=np.nan) / NS_PER_MS
+
+
+def stage_spans(spans: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """The spans directly under each turn (any name), with the turn's key columns."""
+    keys = turns[["trace_id", "span_id"]].rename(columns={"span_id": "turn_span_id"})
+    kids = spans.merge(keys, left_on=["trace_id", "parent_span_id"], right_on=["trace_id", "turn_span_id"])
+    return kids
+
+
+def _first_events(events: pd.DataFrame, name: str) -> pd.DataFrame:
     hits = events[events["name"] == name]
-    return hits.groupby(["trace_id", "span_id"])["time_ns"].min()
+    return hits.groupby(["trace_id", "span_id"], as_index=False)["time_ns"].min()
+
+
+def _first_attr(kids: pd.DataFrame, span_name: str, key: str, out: pd.DataFrame) -> list:
+    """Attribute ``key`` of the first ``span_name`` span (by start) of each turn that has it."""
+    rows = kids[kids["name"] == span_name]
+    if rows.empty:
+        return [None] * len(out)
+    values = pd.Series([a.get(key) if isinstance(a, dict) else None for a in rows["attributes"]], index=rows.index)
+    rows = rows.assign(_v=values).dropna(subset=["_v"]).sort_values("start_ns").drop_duplicates(KEY)
+    found = rows.set_index(KEY)["_v"]
+    return list(found.reindex(pd.MultiIndex.from_frame(out[KEY])).to_numpy())
 
 
 def turn_metrics(tables: SpanTables) -> pd.DataFrame:
     spans = tables.spans
     turns = spans[spans["name"] == sc.SPAN_TURN]
     if turns.empty:
-        return pd.DataFrame(columns=["trace_id", "turn_span_id", "conversation", "turn", "at_s", "transcript"] + STAGE_METRICS)
+        return pd.DataFrame({c: pd.Series(dtype="float64" if c.endswith("_ms") else object) for c in TURN_COLUMNS})
 
+    attrs = turns["attributes"].to_numpy()
     out = pd.DataFrame(
         {
             "trace_id": turns["trace_id"].to_numpy(),
             "turn_span_id": turns["span_id"].to_numpy(),
             "conversation_span_id": turns["parent_span_id"].to_numpy(),
-            "turn": [a.get(sc.ATTR_TURN_NUMBER) for a in turns["attributes"]],
-            "interrupted": [bool(a.get(sc.ATTR_TURN_INTERRUPTED, False)) for a in turns["attributes"]],
-            "language": [a.get(sc.ATTR_LANGUAGE) for a in turns["attributes"]],
+            "turn": [a.get(sc.ATTR_TURN_NUMBER) for a in attrs],
+            "interrupted": [bool(a.get(sc.ATTR_TURN_INTERRUPTED, False)) for a in attrs],
+            "language": [a.get(sc.ATTR_LANGUAGE) for a in attrs],
+            "reported_user_bot_ms": [
+                a["turn.user_bot_latency_seconds"] * 1000.0 if "turn.user_bot_latency_seconds" in a else np.nan
+                for a in attrs
+            ],
         }
     )
 
-    # Stage spans of each turn: the first of each name under the turn, start and end side by side.
-    stages = spans[spans["name"].isin(list(_SHORT))].sort_values("start_ns")
-    stages = stages.drop_duplicates(["trace_id", "parent_span_id", "name"])
-    wide = stages.pivot_table(
-        index=["trace_id", "parent_span_id"], columns="name", values=["start_ns", "end_ns"], aggfunc="first"
+    # Each stage: first span's start, last span's end, per turn (exact Int64 nanoseconds).
+    kids = stage_spans(spans, turns)
+    stages = kids[kids["name"].isin(list(_SHORT))]
+    edges = stages.astype({"start_ns": "Int64", "end_ns": "Int64"}).groupby(KEY + ["name"]).agg(
+        start_ns=("start_ns", "min"), end_ns=("end_ns", "max")
     )
+    wide = edges.unstack("name")
     wide.columns = [f"{_SHORT[name]}_{edge.replace('_ns', '')}_ns" for edge, name in wide.columns]
-    out = out.merge(wide, how="left", left_on=["trace_id", "turn_span_id"], right_index=True)
+    out = out.merge(wide, how="left", left_on=KEY, right_index=True)
     for name in _SHORT.values():
         for edge in ("start", "end"):
             col = f"{name}_{edge}_ns"
-            if col not in out:
-                out[col] = np.nan
+            out[col] = out[col].astype("Int64") if col in out else pd.array([pd.NA] * len(out), dtype="Int64")
 
-    # Span ids of the llm and tts spans, to find their first-token / first-audio events.
-    ids = stages.set_index(["trace_id", "parent_span_id", "name"])["span_id"]
-    for span_name, col, event in (
-        (sc.SPAN_LLM, "first_token_ns", sc.EVENT_FIRST_TOKEN),
-        (sc.SPAN_TTS, "first_audio_ns", sc.EVENT_TTS_FIRST_AUDIO),
-    ):
-        keyed = ids.xs(span_name, level="name") if span_name in stages["name"].values else pd.Series(dtype=object)
-        first = _first_event_times(tables.events, event)
-        span_ids = keyed.reindex(pd.MultiIndex.from_arrays([out["trace_id"], out["turn_span_id"]])).to_numpy()
-        out[col] = first.reindex(pd.MultiIndex.from_arrays([out["trace_id"], span_ids])).to_numpy()
+    # First content token over the turn's llm requests, and the start of the request that carried it.
+    llm = stages[stages["name"] == sc.SPAN_LLM][KEY + ["span_id", "start_ns"]]
+    tok = _first_events(tables.events, sc.EVENT_FIRST_TOKEN).merge(llm, on=["trace_id", "span_id"])
+    tok = tok.sort_values("time_ns").drop_duplicates(KEY).set_index(KEY)
+    index = pd.MultiIndex.from_frame(out[KEY])
+    out["first_token_ns"] = tok["time_ns"].astype("Int64").reindex(index).to_numpy()
+    out["first_token_llm_start_ns"] = tok["start_ns"].astype("Int64").reindex(index).to_numpy()
+    tts = stages[stages["name"] == sc.SPAN_TTS][KEY + ["span_id"]]
+    aud = _first_events(tables.events, sc.EVENT_TTS_FIRST_AUDIO).merge(tts, on=["trace_id", "span_id"])
+    aud = aud.groupby(KEY)["time_ns"].min()
+    out["first_audio_ns"] = aud.astype("Int64").reindex(index).to_numpy()
+    for col in ("first_token_ns", "first_token_llm_start_ns", "first_audio_ns"):
+        out[col] = out[col].astype("Int64")
 
     # Text and counts from the stage spans' attributes.
-    attrs = stages.set_index(["trace_id", "parent_span_id", "name"])["attributes"]
-    out["transcript"] = _attr(attrs, out, sc.SPAN_ASR, sc.ATTR_ASR_TRANSCRIPT)
-    out["output_tokens"] = _attr(attrs, out, sc.SPAN_LLM, sc.ATTR_GENAI_OUTPUT_TOKENS)
+    out["transcript"] = _first_attr(kids, sc.SPAN_ASR, sc.ATTR_ASR_TRANSCRIPT, out)
+    out["llm_output"] = _first_attr(kids, sc.SPAN_LLM, sc.ATTR_LLM_OUTPUT, out)
+    out["output_tokens"] = _first_attr(kids, sc.SPAN_LLM, sc.ATTR_GENAI_OUTPUT_TOKENS, out)
+    out["input_tokens"] = _first_attr(kids, sc.SPAN_LLM, sc.ATTR_GENAI_INPUT_TOKENS, out)
+    if out["language"].isna().any():  # language may sit on the asr span only
+        asr_lang = _first_attr(kids, sc.SPAN_ASR, sc.ATTR_LANGUAGE, out)
+        out["language"] = out["language"].where(out["language"].notna(), pd.Series(asr_lang, index=out.index))
 
-    # Conversation start, for "where in the call" (seconds from call time zero).
-    conv = spans[spans["name"] == sc.SPAN_CONVERSATION].set_index(["trace_id", "span_id"])
-    conv_start = conv["start_ns"].reindex(pd.MultiIndex.from_arrays([out["trace_id"], out["conversation_span_id"]]))
-    conv_name = conv["attributes"].reindex(pd.MultiIndex.from_arrays([out["trace_id"], out["conversation_span_id"]]))
+    # Conversation: name and start, for "where in the call" (seconds from call time zero).
+    conv = spans[spans["name"] == sc.SPAN_CONVERSATION].drop_duplicates(["trace_id", "span_id"]).set_index(["trace_id", "span_id"])
+    conv_index = pd.MultiIndex.from_arrays([out["trace_id"], out["conversation_span_id"]])
+    conv_start = conv["start_ns"].astype("Int64").reindex(conv_index).to_numpy()
+    conv_attrs = conv["attributes"].reindex(conv_index).to_numpy()
     out["conversation"] = [
-        (a.get(sc.ATTR_CALL_FILE) or a.get(sc.ATTR_CONVERSATION_ID)) if isinstance(a, dict) else tid[:8]
-        for a, tid in zip(conv_name.to_numpy(), out["trace_id"])
+        (a.get(sc.ATTR_CALL_FILE) or a.get(sc.ATTR_CONVERSATION_ID) or tid[:8]) if isinstance(a, dict) else tid[:8]
+        for a, tid in zip(conv_attrs, out["trace_id"])
     ]
 
     speech_end = out["user_end_ns"]
-    out["at_s"] = (speech_end - conv_start.to_numpy()) / 1e9
     decided = out["endpoint_end_ns"]
-    out["endpointing_ms"] = (decided - speech_end) / NS_PER_MS
-    out["asr_final_ms"] = ((out["asr_end_ns"] - decided) / NS_PER_MS).clip(lower=0)
-    out["ttft_ms"] = (out["first_token_ns"] - out["llm_start_ns"]) / NS_PER_MS
-    out["first_sentence_ms"] = (out["tts_start_ns"] - out["first_token_ns"]) / NS_PER_MS
-    out["tts_ttfb_ms"] = (out["first_audio_ns"] - out["tts_start_ns"]) / NS_PER_MS
-    out["v2v_ms"] = (out["bot_start_ns"] - speech_end) / NS_PER_MS
-    out["turn_e2e_ms"] = (out["bot_end_ns"] - speech_end) / NS_PER_MS
+    out["at_s"] = _ms(speech_end - pd.array(conv_start, dtype="Int64")) / 1000.0
+    out["endpointing_ms"] = _ms(decided - speech_end)
+    out["asr_final_ms"] = np.clip(_ms(out["asr_end_ns"] - decided), 0, None)
+    out["ttft_ms"] = _ms(out["first_token_ns"] - out["first_token_llm_start_ns"])
+    out["first_sentence_ms"] = _ms(out["tts_start_ns"] - out["first_token_ns"])
+    out["tts_ttfb_ms"] = _ms(out["first_audio_ns"] - out["tts_start_ns"])
+    out["v2v_ms"] = _ms(out["bot_start_ns"] - speech_end)
+    out["turn_e2e_ms"] = _ms(out["bot_end_ns"] - speech_end)
+    out["transport_ms"] = _ms(out["bot_start_ns"] - out["first_audio_ns"])
+    out["llm_e2e_ms"] = _ms(out["llm_end_ns"] - out["llm_start_ns"])
+    tpot = _first_attr(kids, sc.SPAN_LLM, sc.ATTR_LLM_TPOT_MS, out)
+    out["tpot_ms"] = pd.to_numeric(pd.Series(tpot, index=out.index, dtype=object), errors="coerce").astype("float64")
+    out = out[TURN_COLUMNS]
     return out.sort_values(["conversation", "turn"], kind="stable").reset_index(drop=True)
-
-
-def _attr(attrs: pd.Series, out: pd.DataFrame, span_name: str, key: str) -> list:
-    if attrs.empty:
-        return [None] * len(out)
-    index = pd.MultiIndex.from_arrays([out["trace_id"], out["turn_span_id"], [span_name] * len(out)])
-    return [a.get(key) if isinstance(a, dict) else None for a in attrs.reindex(index).to_numpy()]
 
 
 PERCENTILES = (50, 90, 95, 99)
 MIN_TURNS_FOR = {50: 1, 90: 10, 95: 20, 99: 100}
-"""Below this many turns a percentile is close to the maximum; renderers mark it."""
+"""Below this many values a percentile is close to the maximum; renderers say so instead of showing it."""
 
 
 def percentiles(turns: pd.DataFrame, metrics: list[str] = STAGE_METRICS) -> pd.DataFrame:
@@ -129,5 +180,6 @@ def percentiles(turns: pd.DataFrame, metrics: list[str] = STAGE_METRICS) -> pd.D
         row = {"metric": metric, "n": len(values)}
         for p in PERCENTILES:
             row[f"p{p}"] = float(np.percentile(values, p)) if len(values) else np.nan
+        row["max"] = float(values.max()) if len(values) else np.nan
         rows.append(row)
     return pd.DataFrame(rows).set_index("metric")

@@ -37,8 +37,8 @@ def _new_table(title: str) -> Table:
     return table
 
 
-def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) -> None:
-    """One table per call, then p50/p95 over every turn; '—' marks a missing stage."""
+def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, summary: bool = True) -> None:
+    """One table per call, then (``summary``) p50/p95 over every turn; '—' marks a missing stage."""
     if skipped:
         console.print(f"[yellow]skipped {skipped} unreadable line(s) in the trace input[/]")
     if turns.empty:
@@ -54,6 +54,8 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) ->
                 *[_ms(getattr(row, col)) for col, _ in _COLUMNS],
             )
         console.print(table)
+    if not summary:
+        return
     stats = percentiles(turns, [c for c, _ in _COLUMNS])
     summary = _new_table(f"across {len(turns)} turn(s)")
     for p in (50, 95):
@@ -63,3 +65,47 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) ->
     console.print(summary)
     if turns["transcript"].isna().all():
         console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
+
+
+MAX_TURN_ROWS = 100
+"""Above this many turns the per-turn tables are left to --json and the HTML report."""
+
+
+def print_headline(console: Console, report) -> None:
+    """The headline numbers and the mean additive breakdown (same numbers as --json and the HTML)."""
+    from voicetrace.analysis.breakdown import SEGMENT_LABELS, SEGMENTS
+    from voicetrace.render.fmt import ms, share, stat_ms
+
+    s = report.summary
+    table = Table(title=f"{s.calls} call(s), {s.turns} turn(s), ms", title_justify="left", pad_edge=False)
+    for header in ("metric", "n", "p50", "p90", "p95", "p99", "max"):
+        table.add_column(header, justify="left" if header == "metric" else "right", no_wrap=True)
+    for name, label in (("v2v", "V2V"), ("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"),
+                        ("turn_e2e", "turn E2E"), ("llm_e2e", "LLM E2E")):
+        stat = s.get(name)
+        table.add_row(label, str(stat.n), *[stat_ms(stat, f"p{p}") for p in (50, 90, 95, 99)], ms(stat.value("max")))
+    console.print(table)
+    goodput = f"voice goodput: {share(s.goodput)} of {s.goodput_n} turn(s) with V2V ≤ {s.budget_ms:,.0f} ms"
+    console.print(goodput, highlight=False)
+    means = {seg: report.turns[f"bd_{seg}_ms"].mean() for seg in SEGMENTS} if s.turns else {}
+    parts = [f"{SEGMENT_LABELS[seg]} {ms(v)}" for seg, v in means.items() if v == v and v is not None]
+    if parts:
+        console.print("mean V2V breakdown (critical path): " + " + ".join(parts)
+                      + f" = {ms(report.turns['v2v_ms'].mean())}", highlight=False)
+    if len(report.other):
+        console.print(f"{int(report.other['count'].sum())} span(s) outside the span model, "
+                      f"{len(report.other)} name(s): {', '.join(report.other['name'].astype(str)[:5])}", style="dim")
+
+
+def render(report, out) -> None:
+    """Renderer interface: the per-turn tables (when not too many) and the headline to ``out``."""
+    console = Console(file=out, width=None if out.isatty() else 140)
+    turns = report.turns
+    if len(turns) > MAX_TURN_ROWS:
+        console.print(f"{len(turns)} turns: per-turn rows are in --json and the HTML report (-o)")
+    else:
+        print_turn_table(console, turns, skipped=report.tables.skipped, summary=False)
+        if turns["transcript"].isna().all() and len(turns):
+            console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
+    if len(turns):
+        print_headline(console, report)

@@ -1,0 +1,56 @@
+"""Everything a report shows, computed once: the spans → turns table (metrics, breakdown, ITL,
+prompt tokens, KV bytes), token gaps, the summary, unknown spans. Renderers only format this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from voicetrace.analysis.breakdown import SEGMENTS, breakdown
+from voicetrace.analysis.kvcache import ModelShape, kv_bytes, prompt_tokens
+from voicetrace.analysis.summary import Summary, summarize
+from voicetrace.analysis.tokens import per_turn_itl, token_events, token_gaps
+from voicetrace.analysis.turns import turn_metrics
+from voicetrace.analysis.waterfall import other_spans
+from voicetrace.traces.otlp_json import SpanTables
+
+
+@dataclass
+class Report:
+    tables: SpanTables
+    turns: pd.DataFrame  # one row per turn: turn_metrics columns + bd_<segment>_ms breakdown + ITL + tokens/KV
+    gaps: pd.DataFrame  # one row per inter-token gap
+    summary: Summary
+    other: pd.DataFrame  # spans outside the span model, grouped
+    model_shape: ModelShape | None = None
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def content_captured(self) -> bool:
+        return bool(self.turns["transcript"].notna().any() or self.turns["llm_output"].notna().any()) if len(self.turns) else False
+
+
+def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """turn_metrics rows → the full turns table and the token gaps."""
+    parts = breakdown(turns, tables)
+    tokens = token_events(tables, turns)
+    gaps = token_gaps(tokens)
+    itl = per_turn_itl(tokens, gaps, turns)
+    full = turns.copy()
+    for seg in SEGMENTS:  # critical-path segments, prefixed: they may differ from the stage metrics
+        full[f"bd_{seg}_ms"] = parts[f"{seg}_ms"].to_numpy()
+    for col in itl.columns:
+        full[col] = itl[col].to_numpy()
+    # Prefer TPOT from the token timings; fall back to the span's attribute.
+    full["tpot_ms"] = full["token_tpot_ms"].where(full["token_tpot_ms"].notna(), full["tpot_ms"])
+    full["prompt_tokens"] = prompt_tokens(turns, tables)
+    full["kv_cache_bytes"] = kv_bytes(full["prompt_tokens"].to_numpy(), turns["output_tokens"], model_shape)
+    return full, gaps
+
+
+def build_report(tables: SpanTables, budget_ms: float = 1000.0, model_shape: ModelShape | None = None,
+                 sources: list[str] | None = None) -> Report:
+    turns, gaps = analyse(turn_metrics(tables), tables, model_shape)
+    return Report(tables, turns, gaps, summarize(turns, gaps, budget_ms), other_spans(tables), model_shape,
+                  list(sources or []))

@@ -1,0 +1,40 @@
+"""Number formatting shared by the renderers (the only place units are converted for display)."""
+
+from __future__ import annotations
+
+import math
+
+from voicetrace.analysis.summary import Stat
+from voicetrace.analysis.turns import MIN_TURNS_FOR
+
+
+def ms(value) -> str:
+    """Milliseconds with thousands separators; '—' for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:,.0f}"
+
+
+def stat_ms(stat: Stat, key: str) -> str:
+    """A percentile, or the count when there are too few values for it ('n=4 <20')."""
+    if stat.n == 0:
+        return "—"
+    if not stat.enough(key):
+        return f"n={stat.n} <{MIN_TURNS_FOR[int(key[1:])]}"
+    return ms(stat.value(key))
+
+
+def share(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{100 * value:.0f}%"
+
+
+def human_bytes(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return str(value)

@@ -1,0 +1,58 @@
+"""``report --json``: the summary, per-turn rows and breakdown as one JSON document."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from voicetrace.analysis.breakdown import SEGMENTS
+from voicetrace.analysis.turns import EXTRA_METRICS, STAGE_METRICS
+
+TURN_FIELDS = (
+    ["conversation", "trace_id", "turn", "at_s", "interrupted", "language"]
+    + STAGE_METRICS + EXTRA_METRICS
+    + ["itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "output_tokens", "prompt_tokens", "kv_cache_bytes",
+       "reported_user_bot_ms"]
+)
+
+
+def _clean(value):
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else round(float(value), 3)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def report_dict(report) -> dict:
+    turns = report.turns
+    rows = []
+    content = report.content_captured
+    fields = TURN_FIELDS + (["transcript", "llm_output"] if content else [])
+    bd_cols = [f"bd_{s}_ms" for s in SEGMENTS]
+    for rec in turns[fields + bd_cols].to_dict("records") if len(turns) else []:
+        row = {k: _clean(rec[k]) for k in fields}
+        row["breakdown_ms"] = {s: _clean(rec[f"bd_{s}_ms"]) for s in SEGMENTS}
+        rows.append(row)
+    return {
+        "summary": report.summary.to_dict(),
+        "turns": rows,
+        "other_spans": [{k: _clean(v) for k, v in r.items()} for r in report.other.to_dict("records")],
+        "model_shape": report.model_shape.to_dict() if report.model_shape else None,
+        "content_captured": content,
+        "skipped_lines": report.tables.skipped,
+        "sources": report.sources,
+    }
+
+
+def render(report, out) -> None:
+    """Renderer interface: one JSON document to ``out``."""
+    out.write(orjson.dumps(report_dict(report), option=orjson.OPT_INDENT_2).decode())
+    out.write("\n")
