@@ -57,6 +57,22 @@ def test_breakdown_segments_sum_exactly_to_v2v(tmp_path):
     assert t.iloc[2]["asr_final_ms"] == 0  # DESIGN: max(0, asr end − turn decided)
 
 
+def test_a_tool_between_transcript_and_llm_request_leaves_unattributed(tmp_path):
+    from tests.report.synth import MS, T0, call_spans, write_trace
+
+    spans = call_spans([Turn(at=1000, gap=40)])
+    turn = next(s for s in spans if s["name"] == "turn")
+    ready_ms = 1000 + 300 + 400
+    tool = dict(turn, spanId="00000000000000aa", name="tool.get_claim_status", attributes=[], events=[],
+                startTimeUnixNano=str(T0 + (ready_ms + 10) * MS), endTimeUnixNano=str(T0 + (ready_ms + 35) * MS),
+                parentSpanId=turn["spanId"])
+    r = build_report(load([write_trace(tmp_path / "t.jsonl", [spans + [tool]])]))
+    row = r.turns.iloc[0]
+    assert row["bd_tools_ms"] == pytest.approx(25, abs=1e-6)
+    assert row["bd_unattributed_ms"] == pytest.approx(40 - 25, abs=1e-6)
+    assert np.nansum([row[f"bd_{s}_ms"] for s in SEGMENTS]) == pytest.approx(row["v2v_ms"], abs=1e-6)
+
+
 def test_missing_stage_is_missing_and_its_time_goes_to_unattributed(tmp_path):
     r = report_for(tmp_path, [Turn(at=1000, tts_ttfb=170, transport=10, missing={"tts"})])
     row = r.turns.iloc[0]

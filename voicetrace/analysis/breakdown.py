@@ -103,6 +103,8 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
             seg[name] = np.where(owned, step, np.nan)
             if name == "llm_ttft":
                 window = {"start": c.copy(), "end": new_c.copy(), "owned": owned}
+        else:
+            gap = {"start": c.copy(), "end": new_c.copy()}  # ready → LLM request
         unattributed += np.where(owned, 0.0, step)
         c = new_c
         prev_present = present
@@ -110,6 +112,13 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
     seg["unattributed"] = unattributed
 
     _carve_ttft(turns, tables, seg, window)
+    # Tools that ran between "ready" and the LLM request (e.g. on the transcript) leave unattributed.
+    in_gap = _overlap(turns, tables, gap, tools=True)
+    if in_gap is not None:
+        found = np.isfinite(in_gap)
+        take = np.minimum(np.nan_to_num(in_gap), seg["unattributed"])
+        seg["tools"] = np.where(found, np.nan_to_num(seg["tools"]) + take, seg["tools"])
+        seg["unattributed"] = seg["unattributed"] - np.where(found, take, 0.0)
 
     for s in SEGMENTS:
         values = np.where(valid, seg[s], np.nan)
@@ -139,7 +148,7 @@ def _carve_ttft(turns: pd.DataFrame, tables: SpanTables, seg: dict, window: dict
 
 
 def _overlap(turns, tables, window, names=(), tools=False) -> np.ndarray | None:
-    """Per turn: nanoseconds of the named spans (anywhere under the turn) inside the TTFT window.
+    """Per turn: nanoseconds of the named spans (under the turn or its llm) inside ``window``.
 
     NaN for turns without such spans; None when no turn has any.
     """

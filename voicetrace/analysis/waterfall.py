@@ -51,20 +51,25 @@ def turn_trees(tables: SpanTables, turns: pd.DataFrame) -> tuple[pd.DataFrame, p
     origin["origin_ns"] = speech_end.fillna(pd.Series(turn_start, index=speech_end.index).astype("Int64")).to_numpy()
     origin["origin"] = np.where(speech_end.isna().to_numpy(), "turn start", "speech end")
 
+    # Walk down the tree level by level; "path" (ancestors' start times and ids) sorts it depth-first,
+    # so every span is drawn right under its parent.
     level = spans.merge(turns[KEY], left_on=["trace_id", "span_id"], right_on=KEY).assign(depth=0)
+    level["path"] = _path_part(level)
     found = [level]
     for depth in range(1, MAX_DEPTH + 1):
-        parents = level[["trace_id", "span_id", "turn_span_id"]].rename(columns={"span_id": "parent_span_id"})
+        parents = level[["trace_id", "span_id", "turn_span_id", "path"]].rename(
+            columns={"span_id": "parent_span_id", "path": "parent_path"})
         level = spans.merge(parents, on=["trace_id", "parent_span_id"]).assign(depth=depth)
         if level.empty:
             break
-        found.append(level)
+        level["path"] = level["parent_path"] + _path_part(level)
+        found.append(level.drop(columns="parent_path"))
     tree = pd.concat(found, ignore_index=True).merge(origin, on=KEY)
     base = tree["origin_ns"].astype("Int64")
     tree["start_ms"] = (tree["start_ns"].astype("Int64") - base).to_numpy(dtype="float64", na_value=np.nan) / NS_PER_MS
     tree["end_ms"] = (tree["end_ns"].astype("Int64") - base).to_numpy(dtype="float64", na_value=np.nan) / NS_PER_MS
     tree["group"] = span_group(tree["name"])
-    tree = tree.sort_values(KEY + ["depth", "start_ns"], kind="stable").reset_index(drop=True)
+    tree = tree.sort_values(KEY + ["path"], kind="stable").reset_index(drop=True)
     cols = KEY + ["span_id", "parent_span_id", "name", "depth", "group", "start_ms", "end_ms", "attributes", "origin"]
     tree = tree[cols]
 
@@ -74,12 +79,18 @@ def turn_trees(tables: SpanTables, turns: pd.DataFrame) -> tuple[pd.DataFrame, p
     return tree, ev[KEY + ["span_id", "name", "at_ms", "attributes"]]
 
 
+def _path_part(level: pd.DataFrame) -> pd.Series:
+    return level["start_ns"].astype("int64").astype(str).str.zfill(20) + level["span_id"].astype(str) + "/"
+
+
 def other_spans(tables: SpanTables) -> pd.DataFrame:
-    """Spans outside voicetrace's span model, grouped by service and name: count, p50/max duration (ms)."""
+    """Spans outside voicetrace's span model or outside any turn, grouped by service and name: count, p50/max (ms)."""
     spans = tables.spans
     names = spans["name"].astype(str)
-    unknown = spans[~names.isin(list(KNOWN_SPANS)) & ~names.str.startswith(SERVER_PREFIX)
-                    & ~names.str.startswith(sc.SPAN_TOOL_PREFIX)]
+    conversations = spans.loc[names == sc.SPAN_CONVERSATION, "span_id"]
+    call_level = spans["parent_span_id"].isin(conversations) & (names != sc.SPAN_TURN)  # e.g. a tool at call start
+    unknown = spans[(~names.isin(list(KNOWN_SPANS)) & ~names.str.startswith(SERVER_PREFIX)
+                     & ~names.str.startswith(sc.SPAN_TOOL_PREFIX)) | call_level]
     if unknown.empty:
         return pd.DataFrame(columns=["service", "name", "count", "p50_ms", "max_ms"])
     dur = (unknown["end_ns"] - unknown["start_ns"]) / NS_PER_MS

@@ -141,7 +141,7 @@ def _other_table(report) -> str:
         f"<tr><td>{html.escape(str(r['service']))}</td><td>{html.escape(str(r['name']))}</td>"
         f'<td class="n">{int(r["count"])}</td><td class="n">{ms(r["p50_ms"])}</td><td class="n">{ms(r["max_ms"])}</td></tr>'
         for r in other.head(200).to_dict("records"))
-    return ('<section id="other"><h2>Other spans</h2><p class="note">spans outside voicetrace\'s span model, kept and grouped by name</p>'
+    return ('<section id="other"><h2>Other spans</h2><p class="note">spans outside voicetrace\'s span model or outside any turn (e.g. a tool at call start), kept and grouped by name</p>'
             f"<table><thead><tr><th>service</th><th>name</th><th>count</th><th>p50 ms</th><th>max ms</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></section>")
 

@@ -222,7 +222,13 @@ def context_growth(turns: pd.DataFrame, bytes_per_token: int | None) -> dict | N
     if not len(turns) or turns["prompt_tokens"].isna().all():
         return None
     data = []
-    for call, rows in turns.groupby("conversation", sort=False):
+    groups = list(turns.groupby("conversation", sort=False))
+    if len(groups) > 5:  # many calls: the median per turn number, not one line per call
+        by_turn = turns.groupby("turn")
+        groups = [(f"median of {len(groups)} calls", pd.DataFrame({
+            "turn": list(by_turn.groups), "prompt_tokens": by_turn["prompt_tokens"].median().to_numpy(),
+            "kv_cache_bytes": by_turn["kv_cache_bytes"].median().to_numpy()}))]
+    for call, rows in groups:
         data.append({"type": "scatter", "mode": "lines+markers", "name": f"{esc(call)} prompt tokens",
                      "x": rows["turn"].tolist(), "y": _num(rows["prompt_tokens"]),
                      "hovertemplate": "turn %{x}: %{y:,} prompt tokens<extra></extra>"})
@@ -231,8 +237,6 @@ def context_growth(turns: pd.DataFrame, bytes_per_token: int | None) -> dict | N
                          "name": f"{esc(call)} KV cache MiB", "x": rows["turn"].tolist(),
                          "y": _num(rows["kv_cache_bytes"] / 2**20),
                          "hovertemplate": "turn %{x}: %{y:,.2f} MiB KV cache<extra></extra>"})
-        if len(data) > 40:  # many calls: the first 20 are enough to see growth
-            break
     title = "prompt tokens and KV cache per turn" + (f" ({bytes_per_token:,} bytes/token)" if bytes_per_token else
                                                      " (KV bytes: give --gguf or --model-shape)")
     return {"data": data, "layout": _layout(title, xaxis={"title": {"text": "turn"}}, yaxis={"title": {"text": "prompt tokens"}},
