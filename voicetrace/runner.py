@@ -55,6 +55,9 @@ class RunOptions:
     vad: str = "webrtc"
     tools: str = "intent"
     tools_db: Path | None = None
+    asr_mode: str = "streaming"
+    asr_model: str = "tiny.en"
+    language: str = "en"
     service_name: str = "voicetrace"
     run_id: str | None = None
     otlp: "OtlpTarget | None" = None
@@ -126,10 +129,10 @@ def _versions() -> dict:
     return out
 
 
-def _embedded_config_paths() -> tuple[Path, Path]:
-    asr = components.whisper_tiny_en_dir()
+def _embedded_config_paths(asr_model: str) -> tuple[Path, Path]:
+    asr = components.asr_model_dir(asr_model)
     voice = components.piper_voice_dir()
-    missing = [name for name, p in (("Whisper tiny.en", asr), ("Piper voice", voice)) if p is None]
+    missing = [name for name, p in ((f"Whisper {asr_model}", asr), ("Piper voice", voice)) if p is None]
     if missing:
         raise RunError(f"{', '.join(missing)} not installed: {components.INSTALL_HINT}")
     return asr, voice
@@ -146,7 +149,9 @@ def _check_llm_reachable(base_url: str) -> None:
 
 def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResult:
     call = open_call(options.call_path, options.caller_channel)
-    asr_dir, voice_dir = _embedded_config_paths()
+    if options.asr_model == "tiny.en" and options.language != "en":
+        raise RunError(f"Whisper tiny.en is English-only: use --asr-model base for --language {options.language}")
+    asr_dir, voice_dir = _embedded_config_paths(options.asr_model)
     run_id = options.run_id or _new_run_id(call.path)
     run_dir = Path(options.out_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
@@ -166,6 +171,9 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             llm_base_url=base_url,
             llm_model=llm_model,
             asr_model_path=str(asr_dir),
+            asr_model_name=options.asr_model,
+            asr_mode=options.asr_mode,
+            asr_language=options.language,
             tts_voice_dir=str(voice_dir),
             vad=options.vad,
             tools=options.tools,
@@ -269,7 +277,7 @@ def _replay(
             sc.ATTR_PIPELINE: "reference",
         },
         stage_attributes={
-            sc.SPAN_ASR: {sc.ATTR_ASR_MODEL: config.asr_model_name},
+            sc.SPAN_ASR: {sc.ATTR_ASR_MODEL: f"whisper-{config.asr_model_name}"},
             sc.SPAN_LLM: {
                 sc.ATTR_GENAI_REQUEST_MODEL: config.llm_model,
                 sc.ATTR_GENAI_SYSTEM: "openai-compatible",

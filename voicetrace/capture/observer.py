@@ -275,6 +275,10 @@ class VoiceTraceObserver(BaseObserver):
             return
         rec.asr_end_ns = t
         rec.transcript = f"{rec.transcript} {frame.text.strip()}".strip()
+        if isinstance(frame.result, dict) and frame.result.get("voicetrace"):
+            # A streaming ASR has been listening since the onset; its stats ride on the result.
+            rec.asr_start_ns = rec.speech_start_ns
+            rec.asr_stats = frame.result
         if frame.language is not None:
             rec.language = str(getattr(frame.language, "value", frame.language))
         if rec.asr_start_ns is None:

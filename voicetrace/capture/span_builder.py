@@ -33,6 +33,10 @@ def _ms(ns: int) -> float:
     return ns / _NS_PER_MS
 
 
+def _s_to_ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
 def traceparent_of(span: Span) -> str | None:
     """The W3C traceparent header value for ``span`` (OpenTelemetry's own propagator)."""
     carrier: dict[str, str] = {}
@@ -153,6 +157,11 @@ class SpanBuilder:
                 sc.ATTR_ASR_TRANSCRIPT_CHARS: len(rec.transcript),
                 sc.ATTR_ASR_TRANSCRIPT: self._content.text(rec.transcript),
                 sc.ATTR_LANGUAGE: rec.language,
+                sc.ATTR_ASR_MODE: "streaming" if rec.asr_stats else "segmented",
+                sc.ATTR_ASR_AUDIO_MS: _s_to_ms(rec.asr_stats.get("audio_s")),
+                sc.ATTR_ASR_TAIL_MS: _s_to_ms(rec.asr_stats.get("tail_s")),
+                sc.ATTR_ASR_FINALIZE_MS: rec.asr_stats.get("finalize_ms"),
+                sc.ATTR_ASR_INTERIMS: len(rec.interim_ns),
             },
             events,
         )

@@ -44,6 +44,8 @@ class TurnRecord:
     transcript: str = ""
     language: str | None = None
     interim_ns: list[tuple[int, str]] = field(default_factory=list)
+    asr_stats: dict = field(default_factory=dict)
+    """From a streaming ASR's final result: audio_s, tail_s, finalize_ms, confirmed_words."""
     # LLM: calls timed at the client when the service is instrumented, else seen from frames.
     llm_calls: list[LLMCall] = field(default_factory=list)
     frame_llm: LLMCall | None = None

@@ -23,9 +23,12 @@ class PipelineConfig:
     llm_base_url: str
     llm_model: str
     asr_model_path: str
-    asr_model_name: str = "whisper-tiny.en"
+    asr_model_name: str = "tiny.en"
     asr_language: str = "en"
     asr_compute_type: str = "int8"
+    asr_mode: str = "streaming"
+    """``streaming`` (interim results, only the unconfirmed tail at the end) or ``segmented``."""
+    asr_threads: int = 0
     tts_voice_dir: str = ""
     tts_voice: str = "en_US-joe-medium"
     vad: str = "webrtc"
@@ -94,16 +97,23 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
     )
     from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+    from voicetrace.pipelines.streaming_whisper import StreamingWhisperSTTService
     from voicetrace.tools.claims_db import ensure_db
     from voicetrace.tools.insurance import InsuranceTools
     from voicetrace.tools.runner import IntentToolRunner, register_function_tools, tools_schema
 
-    stt = WhisperSTTService(
-        device="cpu",
-        compute_type=config.asr_compute_type,
-        settings=WhisperSTTService.Settings(model=config.asr_model_path, language=Language(config.asr_language)),
-        ttfs_p99_latency=1.0,
-    )
+    if config.asr_mode == "streaming":
+        stt = StreamingWhisperSTTService(
+            model_path=config.asr_model_path, language=config.asr_language, compute_type=config.asr_compute_type,
+            cpu_threads=config.asr_threads, ttfs_p99_latency=1.0,
+        )
+    else:
+        stt = WhisperSTTService(
+            device="cpu",
+            compute_type=config.asr_compute_type,
+            settings=WhisperSTTService.Settings(model=config.asr_model_path, language=Language(config.asr_language)),
+            ttfs_p99_latency=1.0,
+        )
     turn_analyzer = LocalSmartTurnAnalyzerV3(cpu_count=1, params=SmartTurnParams(stop_secs=config.turn_stop_secs))
     function_tools = config.tools in ("function", "both")
     context = LLMContext(tools=tools_schema()) if function_tools else LLMContext()
