@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 CALL   ?= samples/calls/claim_status.wav
 
-.PHONY: install demo test test-unit samples doctor clean
+.PHONY: install demo test test-unit samples doctor clean jaeger
 
 install:
 	scripts/install.sh
@@ -25,6 +25,12 @@ samples:
 
 doctor:
 	$(BIN)/voicetrace doctor
+
+# Jaeger with in-memory storage (UI/query API :16686, OTLP :4317 gRPC and :4318 HTTP), built from
+# the Go module proxy the first time; then: voicetrace run CALL --otlp http://localhost:4317
+jaeger:
+	scripts/build-jaeger.sh
+	$${VOICETRACE_CACHE:-$$HOME/.cache/voicetrace}/bin/jaeger --config dashboards/jaeger.yaml
 
 clean:
 	rm -rf runs .pytest_cache

@@ -48,4 +48,11 @@ echo "== claims database for the agent's tools"
 echo "== llama-server"
 scripts/build-llama-server.sh
 
+echo "== jaeger (live-export tests, make jaeger)"
+if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+  scripts/build-jaeger.sh
+else
+  echo "jaeger: no Go toolchain; the Jaeger integration tests and \`make jaeger\` need it (or Docker, see README)"
+fi
+
 .venv/bin/voicetrace doctor

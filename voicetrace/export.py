@@ -188,7 +188,12 @@ def environment_from(env: Mapping[str, str], explicit: str | None = None) -> str
 def export_summary(target: OtlpTarget, stats: "ExportStats") -> tuple[str, bool]:
     """One line for the end of a run, and whether every span was delivered."""
     if stats.spans_undelivered == 0:
-        return (f"otlp: {stats.spans_sent} spans sent to {target.describe()} in {stats.batches} batches", True)
+        mean_ms = stats.export_ns_total / max(stats.batches, 1) / 1e6
+        return (
+            f"otlp: {stats.spans_sent} spans sent to {target.describe()} in {stats.batches} batches "
+            f"(mean {mean_ms:.1f} ms each, off the pipeline; longest hand-off {stats.on_end_ns_max / 1000:.0f} µs)",
+            True,
+        )
     return (
         f"warning: otlp: {stats.spans_undelivered} spans not delivered to {target.describe()} "
         f"({stats.spans_sent} sent); trace.jsonl has them all",
