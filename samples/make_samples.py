@@ -41,6 +41,12 @@ CALLS: dict[str, list[tuple[str, list[str], float]]] = {
         ("What is my deductible for that?", ["deductible"], 10.0),
         ("Great, that is all I needed.", ["great"], TAIL_S),
     ],
+    # The caller cuts in while the bot is answering the first question (a barge-in).
+    "barge_in": [
+        ("Hi, can you tell me what my home policy covers?", ["policy"], 4.5),
+        ("Sorry, actually I only need my deductible.", ["deductible"], 10.0),
+        ("Thanks, bye.", ["thanks"], TAIL_S),
+    ],
     "address_change": [
         ("Hi, I just moved and I need to update my address.", ["address"], 10.0),
         ("The new address is twelve Oak Street in Springfield.", ["oak", "street"], 10.0),
@@ -66,41 +72,62 @@ def synthesise(voice: PiperVoice, text: str) -> np.ndarray:
     return audio[start:end]
 
 
+# A short Hindi call, spoken by espeak-ng (robotic but Whisper base understands it), for
+# --language hi. Key words are checked loosely: the transcript must be in Devanagari.
+HINDI_LINES = [("नमस्ते, मुझे अपने बीमा दावे की स्थिति जाननी है।", [], TAIL_S)]
+
+
+def espeak(text: str, voice: str) -> np.ndarray:
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        subprocess.run(["espeak-ng", "-v", voice, "-s", "140", "-w", tmp.name, text], check=True)
+        audio, rate = sf.read(tmp.name, dtype="float32")
+    audio = soxr.resample(audio, rate, RATE)
+    start, end = voiced_bounds(audio, RATE)
+    return audio[start:end]
+
+
+def write_call(name: str, lines, speak) -> tuple[np.ndarray, list[dict]]:
+    pieces = [np.zeros(int(LEAD_IN_S * RATE), dtype=np.float32)]
+    cursor = len(pieces[0])
+    script = []
+    for text, keywords, pause_s in lines:
+        speech = speak(text)
+        script.append({
+            "text": text,
+            "keywords": keywords,
+            "speech_start_s": round(cursor / RATE, 3),
+            "speech_end_s": round((cursor + len(speech)) / RATE, 3),
+        })
+        pause = np.zeros(int(pause_s * RATE), dtype=np.float32)
+        pieces += [speech, pause]
+        cursor += len(speech) + len(pause)
+    audio = np.concatenate(pieces)
+    sf.write(OUT / f"{name}.wav", audio, RATE, subtype="PCM_16")
+    return audio, script
+
+
 def main() -> None:
     voice_dir = piper_voice_dir()
     if voice_dir is None:
         raise SystemExit("Piper voice not installed: run `make install`")
     voice = PiperVoice.load(str(voice_dir / f"{PIPER_VOICE}.onnx"))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, lines in CALLS.items():
-        pieces = [np.zeros(int(LEAD_IN_S * RATE), dtype=np.float32)]
-        cursor = len(pieces[0])
-        script = []
-        for text, keywords, pause_s in lines:
-            speech = synthesise(voice, text)
-            script.append(
-                {
-                    "text": text,
-                    "keywords": keywords,
-                    "speech_start_s": round(cursor / RATE, 3),
-                    "speech_end_s": round((cursor + len(speech)) / RATE, 3),
-                }
-            )
-            pause = np.zeros(int(pause_s * RATE), dtype=np.float32)
-            pieces += [speech, pause]
-            cursor += len(speech) + len(pause)
-        audio = np.concatenate(pieces)
-        sf.write(OUT / f"{name}.wav", audio, RATE, subtype="PCM_16")
+    calls = {name: (lines, lambda text: synthesise(voice, text)) for name, lines in CALLS.items()}
+    calls["hindi_claim"] = (HINDI_LINES, lambda text: espeak(text, "hi"))
+    for name, (lines, speak) in calls.items():
+        audio, script = write_call(name, lines, speak)
         meta = {
             "call": f"{name}.wav",
             "sample_rate": RATE,
             "duration_s": round(len(audio) / RATE, 3),
-            "voice": f"{PIPER_VOICE} (Piper), played at {CALLER_PLAYBACK_RATE} Hz",
+            "voice": "espeak-ng hi" if name == "hindi_claim" else f"{PIPER_VOICE} (Piper), played at {CALLER_PLAYBACK_RATE} Hz",
             "lines": script,
         }
-        (OUT / f"{name}.json").write_text(json.dumps(meta, indent=2) + "\n")
+        (OUT / f"{name}.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         print(f"{name}.wav: {meta['duration_s']} s, {len(lines)} caller turns")
-
 
 if __name__ == "__main__":
     main()

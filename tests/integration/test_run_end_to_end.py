@@ -75,7 +75,10 @@ def test_stages_are_in_causal_order(run):
         ]
         for (a, ta), (b, tb) in zip(chain, chain[1:]):
             assert ta <= tb, f"turn {number}: {a} after {b}"
-        assert s["user.speech"].end_ns <= s["asr"].start_ns <= s["asr"].end_ns <= s["llm"].start_ns
+        # Streaming ASR listens from the onset; its final transcript comes after the speech
+        # ends and before the LLM request.
+        assert s["user.speech"].start_ns <= s["asr"].start_ns
+        assert s["user.speech"].end_ns <= s["asr"].end_ns <= s["llm"].start_ns
 
 
 def test_v2v_is_bot_audio_start_minus_caller_speech_end(run):
@@ -167,3 +170,15 @@ def test_llama_server_prefill_and_decode_fit_inside_the_client_llm_span(run):
         assert call.attributes[sc.ATTR_GENAI_INPUT_TOKENS] >= prefill.attributes[sc.ATTR_SERVER_PROMPT_N]
     # The system prompt and the history are served from llama.cpp's prompt cache after turn 1.
     assert all(n > 0 for n in cached[1:]), cached
+
+
+def test_streaming_asr_publishes_interims_and_finalizes_the_tail(run):
+    spans, events = run["tables"].spans, run["tables"].events
+    asr = spans[spans["name"] == sc.SPAN_ASR]
+    assert (asr.attributes.map(lambda a: a[sc.ATTR_ASR_MODE]) == "streaming").all()
+    interims = events[events["name"] == sc.EVENT_ASR_INTERIM]
+    assert interims["span_id"].isin(asr["span_id"]).all() and len(interims) >= len(asr)
+    for span in asr.itertuples():
+        attrs = span.attributes
+        assert 0 < attrs[sc.ATTR_ASR_TAIL_MS] <= attrs[sc.ATTR_ASR_AUDIO_MS]
+        assert attrs[sc.ATTR_ASR_FINALIZE_MS] > 0

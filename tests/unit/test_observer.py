@@ -36,7 +36,7 @@ WALL0 = 1_700_000_000_000_000_000
 
 
 class Harness:
-    def __init__(self, capture_content: bool = True) -> None:
+    def __init__(self, capture_content: bool = True, **observer_options) -> None:
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -46,6 +46,7 @@ class Harness:
             capture_content=capture_content,
             conversation_id="call-1",
             frame_time_ns=lambda data: data.timestamp,
+            **observer_options,
         )
 
     async def push(self, at_ms: float, frame, source=None) -> None:
