@@ -202,11 +202,25 @@ def _report_jaeger(traces, jaeger, service, since, trace_ids, limit, **report_op
     from voicetrace.commands import CommandError
 
     try:
-        shape = model_shape([], report_options.pop("gguf"), report_options.pop("model_shape"))
+        gguf = report_options.pop("gguf") or _gguf_for_model(spans)
+        shape = model_shape([], gguf, report_options.pop("model_shape"))
     except CommandError as exc:
         raise _fail(exc.message, exc.code)
     report = build_report(spans, budget_ms=budget_ms, model_shape=shape, sources=[jaeger])
     _analysis(report_command, [], report=report, **report_options)
+
+
+def _gguf_for_model(spans):
+    """The cached GGUF of the model the llm spans asked for (as a run folder's run.json would give)."""
+    from voicetrace import semconv as sc
+    from voicetrace.commands.inputs import cache_dir
+
+    llm = spans.spans[spans.spans["name"] == sc.SPAN_LLM]
+    for model in {a.get(sc.ATTR_GENAI_REQUEST_MODEL) for a in llm["attributes"]} - {None, ""}:
+        found = sorted((cache_dir() / "models").glob(f"{Path(str(model)).name}*.gguf"))
+        if found:
+            return found[0]
+    return None
 
 
 @app.command()

@@ -216,6 +216,10 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
                 spans_written=result.spans_written,
                 wall_seconds=round(result.wall_seconds, 3),
             )
+            if options.otlp is not None and result.otlp is not None:
+                run_info["otlp"] = {"endpoint": options.otlp.endpoint, "protocol": options.otlp.protocol,
+                                    "spans_sent": result.otlp.spans_sent,
+                                    "spans_undelivered": result.otlp.spans_undelivered}
             _write_json(run_dir / "run.json", run_info)
     return result
 

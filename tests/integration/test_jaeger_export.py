@@ -187,6 +187,14 @@ def test_report_command_from_jaeger_prints_the_same_report_as_from_the_file(grpc
     assert by_id.stdout == from_file.stdout
 
 
+def test_json_report_from_jaeger_equals_the_one_from_the_file(grpc_run, jaeger):
+    from_file = json.loads(report_cli(str(grpc_run["dir"]), "--json").stdout)
+    from_jaeger = json.loads(report_cli("--jaeger", jaeger.query_url, "--service", grpc_run["service"], "--json").stdout)
+    assert from_file.pop("sources") == [str(grpc_run["dir"])]
+    assert from_jaeger.pop("sources") == [jaeger.query_url]
+    assert from_jaeger == from_file
+
+
 def test_report_errors_from_jaeger_are_one_line(grpc_run, jaeger):
     for args, needle in (
         (["--service", "no-such-service"], "has no traces"),
@@ -262,8 +270,11 @@ def test_jaeger_stopped_mid_run_over_http(tmp_path):
     assert tables.skipped == 0
     assert (tables.spans.name == sc.SPAN_CONVERSATION).sum() == 1
     assert (tables.spans.name == sc.SPAN_TURN).sum() == len(script["lines"])
-    assert json.loads((tmp_path / "down" / "run.json").read_text())["status"] == "complete"
+    info = json.loads((tmp_path / "down" / "run.json").read_text())
+    assert info["status"] == "complete"
     counts = re.search(r"(\d+) spans not delivered to .*\((\d+) sent\)", summary[0])
     undelivered, sent = int(counts.group(1)), int(counts.group(2))
     assert undelivered > 0 and sent > 0
     assert undelivered + sent == len(tables.spans)
+    assert info["otlp"] == {"endpoint": f"{jaeger.otlp_http}/v1/traces", "protocol": "http/protobuf",
+                            "spans_sent": sent, "spans_undelivered": undelivered}
