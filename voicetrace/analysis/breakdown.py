@@ -23,9 +23,9 @@ from voicetrace import semconv as sc
 from voicetrace.analysis.turns import KEY, NS_PER_MS
 from voicetrace.traces.otlp_json import SpanTables
 
-SPAN_SERVER_QUEUE = getattr(sc, "SPAN_LLM_SERVER_QUEUE", "llm.server.queue")
-SPAN_SERVER_PREFILL = getattr(sc, "SPAN_LLM_SERVER_PREFILL", "llm.server.prefill")
-SPAN_SERVER_DECODE = getattr(sc, "SPAN_LLM_SERVER_DECODE", "llm.server.decode")
+SPAN_SERVER_QUEUE = sc.SPAN_LLM_QUEUE
+SPAN_SERVER_PREFILL = sc.SPAN_LLM_PREFILL
+SPAN_SERVER_DECODE = sc.SPAN_LLM_DECODE
 
 SEGMENTS = [
     "endpointing",

@@ -14,7 +14,7 @@ from voicetrace import semconv as sc
 from voicetrace.analysis.turns import KEY
 from voicetrace.traces.otlp_json import SpanTables
 
-SPAN_SERVER_PREFILL = getattr(sc, "SPAN_LLM_SERVER_PREFILL", "llm.server.prefill")
+SPAN_SERVER_PREFILL = sc.SPAN_LLM_PREFILL
 
 
 @dataclass(frozen=True)

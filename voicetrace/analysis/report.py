@@ -9,6 +9,7 @@ import pandas as pd
 
 from voicetrace.analysis.breakdown import SEGMENTS, breakdown
 from voicetrace.analysis.kvcache import ModelShape, kv_bytes, prompt_tokens
+from voicetrace.analysis.server_spans import attach_server_spans
 from voicetrace.analysis.summary import Summary, summarize
 from voicetrace.analysis.tokens import per_turn_itl, token_events, token_gaps
 from voicetrace.analysis.turns import turn_metrics
@@ -25,6 +26,8 @@ class Report:
     other: pd.DataFrame  # spans outside the span model, grouped
     model_shape: ModelShape | None = None
     sources: list[str] = field(default_factory=list)
+    server_skew: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Server request spans (vLLM/SGLang) that did not fit inside the client's llm span."""
 
     @property
     def content_captured(self) -> bool:
@@ -51,6 +54,7 @@ def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | N
 
 def build_report(tables: SpanTables, budget_ms: float = 1000.0, model_shape: ModelShape | None = None,
                  sources: list[str] | None = None) -> Report:
+    tables, skew = attach_server_spans(tables)
     turns, gaps = analyse(turn_metrics(tables), tables, model_shape)
     return Report(tables, turns, gaps, summarize(turns, gaps, budget_ms), other_spans(tables), model_shape,
-                  list(sources or []))
+                  list(sources or []), skew)

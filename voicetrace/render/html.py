@@ -183,6 +183,9 @@ def build_page(report) -> str:
                      if len(waterfalls) < len(turns) else "")
     skipped = (f'<p class="note warn">{report.tables.skipped} unreadable line(s) in the trace input were skipped</p>'
                if report.tables.skipped else "")
+    skipped += "".join(
+        f'<p class="note warn">LLM server clock off by {r.skew_ms:,.1f} ms (server span {html.escape(str(r.server_span_id))}): '
+        "its queue/prefill/decode are not drawn</p>" for r in report.server_skew.itertuples())
     wf_section = (
         '<section id="waterfall-section"><h2>Waterfall</h2>'
         f'<label>turn <select id="turn-select"></select></label> <span class="note">{html.escape(selector_note)}</span>'

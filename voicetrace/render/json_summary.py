@@ -48,6 +48,10 @@ def report_dict(report) -> dict:
         "model_shape": report.model_shape.to_dict() if report.model_shape else None,
         "content_captured": content,
         "skipped_lines": report.tables.skipped,
+        "server_clock_skew": [
+            {"trace_id": r.trace_id, "llm_span_id": r.llm_span_id, "server_span_id": r.server_span_id, "skew_ms": r.skew_ms}
+            for r in report.server_skew.itertuples()
+        ],
         "sources": report.sources,
     }
 

@@ -109,3 +109,6 @@ def render(report, out) -> None:
             console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
     if len(turns):
         print_headline(console, report)
+    for row in report.server_skew.itertuples():
+        console.print(f"[yellow]LLM server clock off by {row.skew_ms:,.1f} ms[/] (server span {row.server_span_id} "
+                      f"outside client llm span {row.llm_span_id}): its queue/prefill/decode are not drawn")
