@@ -148,7 +148,13 @@ def _check_llm_reachable(base_url: str) -> None:
 
 
 def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResult:
+    from voicetrace.audio.checks import check_call
+
     call = open_call(options.call_path, options.caller_channel)
+    call_notes = check_call(call)  # corrupt data fails here, before any server starts
+    for note in call_notes:
+        if options.on_warning:
+            options.on_warning(note)
     if options.asr_model == "tiny.en" and options.language != "en":
         raise RunError(f"Whisper tiny.en is English-only: use --asr-model base for --language {options.language}")
     asr_dir, voice_dir = _embedded_config_paths(options.asr_model)
@@ -190,6 +196,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
                 "caller_channel": call.caller_channel,
                 "duration_ms": call.duration_ms,
                 "format": f"{call.format}/{call.subtype}",
+                "notes": call_notes,
             },
             "pipeline": config.as_dict(),
             "capture_content": bool(options.capture_content),
@@ -205,6 +212,10 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
         except (KeyboardInterrupt, RunInterrupted):
             result.interrupted = True
             run_info["status"] = "interrupted"
+            raise
+        except Exception as exc:  # the trace so far is kept; run.json says why the run stopped
+            run_info["status"] = "failed"
+            run_info["error"] = str(exc) or type(exc).__name__
             raise
         finally:
             result.wall_seconds = time.monotonic() - started

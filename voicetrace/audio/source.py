@@ -47,6 +47,8 @@ def open_call(path: Path | str, caller_channel: int = 0) -> CallAudio:
         raise AudioInputError(f"{path}: no such file")
     if path.is_dir():
         raise AudioInputError(f"{path}: is a directory, expected an audio file")
+    if path.stat().st_size == 0:
+        raise AudioInputError(f"{path}: is empty (0 bytes), expected an audio file")
     try:
         info = sf.info(str(path))
     except Exception as exc:  # libsndfile's message is already one line
