@@ -41,13 +41,25 @@ class RecordedRequest:
     received_ns: int
     headers: dict
     body: dict
+    content_sent_ns: list[int] = field(default_factory=list)
+    """When each content chunk actually left the server (monotonic ns, after the socket write)."""
 
 
 @dataclass
 class Script:
     replies: list[Reply] = field(default_factory=lambda: [Reply()])
+    sequential: bool = False
+    """Answer request i with reply i (the last one repeats), ignoring the conditions."""
+    served: int = 0
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Script":
+        return cls([Reply(**r) for r in data.get("replies", [])] or [Reply()], bool(data.get("sequential")))
 
     def pick(self, body: dict) -> Reply:
+        if self.sequential:
+            self.served += 1
+            return self.replies[min(self.served, len(self.replies)) - 1]
         last_user, after_tool = "", False
         for message in body.get("messages", []):
             if message.get("role") == "user":
@@ -97,7 +109,8 @@ class ScriptedLLMServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         received_ns = time.monotonic_ns()
         body = await request.json()
-        self.requests.append(RecordedRequest(received_ns, dict(request.headers), body))
+        record = RecordedRequest(received_ns, dict(request.headers), body)
+        self.requests.append(record)
         reply = self.script.pick(body)
         model = body.get("model", "scripted")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -121,6 +134,7 @@ class ScriptedLLMServer:
                     deadline += int(sum(gaps[i - step:i]) * 1e6) if step > 1 else int(gaps[i - 1] * 1e6)
                 await self._sleep_until(deadline)
                 await response.write(_chunk(model, {"content": "".join(tokens[i:i + step])}))
+                record.content_sent_ns.append(time.monotonic_ns())
             await response.write(_chunk(model, {}, finish="stop"))
             completion = len(tokens)
         prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
@@ -128,6 +142,13 @@ class ScriptedLLMServer:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
+
+    async def _recorded(self, request: web.Request) -> web.Response:
+        """What the server saw and did, for a client in another process (benchmarks)."""
+        return web.json_response([
+            {"received_ns": r.received_ns, "headers": r.headers, "content_sent_ns": r.content_sent_ns}
+            for r in self.requests
+        ])
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
@@ -137,6 +158,7 @@ class ScriptedLLMServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/recorded", self._recorded)
         app.router.add_get("/health", lambda r: web.json_response({"status": "ok"}))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -178,8 +200,13 @@ def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=100.0)
     parser.add_argument("--itl-ms", type=float, default=15.0)
     parser.add_argument("--text", default=Reply.text)
+    parser.add_argument("--script", help="JSON file: {\"replies\": [Reply fields...], \"sequential\": true}")
     args = parser.parse_args()
-    server = ScriptedLLMServer(Script([Reply(args.text, args.ttft_ms, args.itl_ms)]), port=args.port).start()
+    if args.script:
+        script = Script.from_json(json.loads(open(args.script).read()))
+    else:
+        script = Script([Reply(args.text, args.ttft_ms, args.itl_ms)])
+    server = ScriptedLLMServer(script, port=args.port).start()
     print(f"scripted LLM server on {server.base_url}", flush=True)
     try:
         threading.Event().wait()

@@ -24,15 +24,30 @@ class ToolSink(Protocol):
 async def run_tool(tools: InsuranceTools, sink: ToolSink | None, name: str, arguments: dict, trigger: str) -> dict:
     """Execute one tool with a timeout; errors come back as a result the LLM can speak about."""
     run = sink.begin_tool(name, json.dumps(arguments), trigger, time.monotonic_ns()) if sink else None
+
+    stamps: dict[str, int] = {}
+
+    def timed(function, **kwargs):
+        # Stamped in the worker thread around the call itself: the span is the tool's own time,
+        # not the hop to and from the thread pool.
+        stamps["start"] = time.monotonic_ns()
+        try:
+            return function(**kwargs)
+        finally:
+            stamps["end"] = time.monotonic_ns()
+
     try:
         function = getattr(tools, name)
-        result = await asyncio.wait_for(asyncio.to_thread(function, **arguments), TOOL_TIMEOUT_S)
+        result = await asyncio.wait_for(asyncio.to_thread(timed, function, **arguments), TOOL_TIMEOUT_S)
     except Exception as exc:  # unknown tool, bad arguments, ToolError, timeout
         result = {"error": str(exc) or type(exc).__name__}
         if run is not None:
             run.error = type(exc).__name__
     if run is not None:
-        run.end_ns = time.monotonic_ns()
+        if "end" in stamps:
+            run.start_ns, run.end_ns = stamps["start"], stamps["end"]
+        else:  # timed out (the thread may still be running) or never started: the caller waited until now
+            run.end_ns = time.monotonic_ns()
         run.result_chars = len(json.dumps(result, default=str))
     return result
 
