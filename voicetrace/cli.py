@@ -136,12 +136,16 @@ class _RunProgress:
 
 
 def _report_file(trace: Path) -> None:
+    from voicetrace.acoustic.runs import acoustic_check
     from voicetrace.analysis.turns import turn_metrics
-    from voicetrace.render.terminal import print_turn_table
+    from voicetrace.render.terminal import print_acoustic, print_turn_table
     from voicetrace.traces.otlp_json import read_trace_files
 
     spans = read_trace_files([trace])
-    print_turn_table(console, turn_metrics(spans), skipped=spans.skipped)
+    turns = turn_metrics(spans)
+    acoustic = acoustic_check(turns, spans)  # call.wav beside the trace: acoustic V2V beside event V2V
+    print_turn_table(console, turns, skipped=spans.skipped)
+    print_acoustic(console, acoustic)
 
 
 @app.command()

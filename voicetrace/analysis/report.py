@@ -28,6 +28,8 @@ class Report:
     sources: list[str] = field(default_factory=list)
     server_skew: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Server request spans (vLLM/SGLang) that did not fit inside the client's llm span."""
+    acoustic: object | None = None
+    """voicetrace.acoustic.check.AcousticCheck when the traces come with their recording (run folders)."""
 
     @property
     def content_captured(self) -> bool:

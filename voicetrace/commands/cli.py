@@ -34,6 +34,23 @@ def register(app: typer.Typer, run) -> None:
         run(check_command, list(traces), budget, budget_ms=budget_ms)
 
     @app.command()
+    def analyze(
+        recording: Path = typer.Argument(..., help="A dual-channel call recording (WAV, FLAC, OGG; any common rate)."),
+        caller_channel: int = typer.Option(0, "--caller-channel", help="Channel that holds the caller (0-based)."),
+        agent_channel: int = typer.Option(1, "--agent-channel", help="Channel that holds the agent (0-based)."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write one self-contained HTML report."),
+        as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON instead of tables."),
+        trace: Optional[Path] = typer.Option(None, "--trace", help="Where to write the trace (default: RECORDING-stem.trace.jsonl here)."),
+        no_trace: bool = typer.Option(False, "--no-trace", help="Write no trace file."),
+        long_silence_ms: float = typer.Option(2000.0, "--long-silence-ms", help="Silences on both channels at least this long are listed."),
+    ) -> None:
+        """Turns, response gaps, barge-ins, long silences and talk ratio from the audio alone (no pipeline)."""
+        from voicetrace.commands.analyze import analyze_command
+
+        run(analyze_command, recording, caller_channel=caller_channel, agent_channel=agent_channel, output=output,
+            as_json=as_json, trace=trace, no_trace=no_trace, long_silence_ms=long_silence_ms)
+
+    @app.command()
     def whatif(
         traces: List[Path] = typer.Argument(..., help="Trace files or run folders."),
         stage: str = typer.Option(..., "--stage", help="endpointing, asr, llm, queue, prefill, tools, first_sentence, tts or transport."),

@@ -67,6 +67,10 @@ def build(paths: list[Path], budget_ms: float = 1000.0, gguf: Path | None = None
 
     if budget_ms <= 0:
         raise CommandError(f"--budget-ms must be positive, not {budget_ms:g}", EXIT_USAGE)
+    from voicetrace.acoustic.runs import attach_acoustic
+
     tables = load_tables(paths)
-    return build_report(tables, budget_ms=budget_ms, model_shape=model_shape(paths, gguf, shape),
-                        sources=[str(p) for p in paths])
+    report = build_report(tables, budget_ms=budget_ms, model_shape=model_shape(paths, gguf, shape),
+                          sources=[str(p) for p in paths])
+    attach_acoustic(report)  # run folders: acoustic V2V from call.wav beside each trace
+    return report

@@ -99,8 +99,37 @@ def _cell(col: str, value) -> str:
         return "—"
 
 
+def _table_columns(turns) -> list:
+    """The turn table's columns; acoustic V2V and acoustic − event right after V2V when the run's call.wav was analysed."""
+    if "acoustic_v2v_ms" not in turns or not turns["acoustic_v2v_ms"].notna().any():
+        return _TABLE_COLUMNS
+    at = [c for c, _ in _TABLE_COLUMNS].index("v2v_ms") + 1
+    return _TABLE_COLUMNS[:at] + [("acoustic_v2v_ms", "ac V2V"), ("v2v_delta_ms", "Δ ac")] + _TABLE_COLUMNS[at:]
+
+
+def _acoustic_section(report) -> str:
+    """Barge-ins found in the recordings and acoustic/event V2V disagreements (voicetrace.acoustic)."""
+    acoustic = getattr(report, "acoustic", None)
+    if acoustic is None:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r.conversation))}</td><td>{html.escape(str(r.turn))}</td>"
+        f'<td class="n">{r.start_ms / 1000:.2f}</td><td class="n">{ms(r.overlap_ms)}</td>'
+        f"<td>{html.escape(r.interrupter)}</td><td>{html.escape(r.interrupted_speaker)}</td><td>{html.escape(r.stopped)}</td></tr>"
+        for r in acoustic.barge_ins.itertuples())
+    barge = (f"<table><thead><tr><th>call</th><th>turn</th><th>at s</th><th>overlap ms</th><th>interrupter</th>"
+             f"<th>interrupted</th><th>stopped</th></tr></thead><tbody>{rows}</tbody></table>"
+             if rows else '<p class="note">no barge-ins (both sides voiced at once) in the recording</p>')
+    warns = "".join(f'<p class="note warn">{html.escape(w)}</p>' for w in acoustic.warnings)
+    ok = "" if warns else f'<p class="note">acoustic and event V2V agree within {acoustic.tolerance_ms:g} ms on every turn</p>'
+    return ('<section id="acoustic"><h2>From the recording</h2><p class="note">an energy detector on 10 ms frames of '
+            "call.wav (independent of the pipeline's VAD): ac V2V = caller speech end → bot audible, Δ ac = acoustic − event V2V</p>"
+            f"{ok}{warns}<h3>Barge-ins</h3>{barge}</section>")
+
+
 def _turn_table(report, wf_index: dict) -> str:
     turns = report.turns
+    columns = _table_columns(turns)
     if not len(turns):
         return '<section id="turns"><h2>Turns</h2><p class="note">no turns in the trace input</p></section>'
     content = report.content_captured
@@ -109,7 +138,7 @@ def _turn_table(report, wf_index: dict) -> str:
     if len(turns) > MAX_TABLE_ROWS:
         shown = turns.sort_values("v2v_ms", ascending=False, na_position="first").head(MAX_TABLE_ROWS)
         note = f'<p class="note">showing the {MAX_TABLE_ROWS} slowest of {len(turns)} turns by V2V; every turn is in <code>--json</code></p>'
-    head = "<th>call</th><th>turn</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in _TABLE_COLUMNS)
+    head = "<th>call</th><th>turn</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in columns)
     if content:
         head += "<th>caller said</th><th>bot said</th>"
     budget = report.summary.budget_ms
@@ -120,7 +149,7 @@ def _turn_table(report, wf_index: dict) -> str:
         cls = ' class="over"' if slow else ""
         cells = [f"<td>{html.escape(str(rec['conversation']))}</td>",
                  f"<td>{html.escape(str(rec['turn']))}{'⚡' if rec['interrupted'] else ''}</td>"]
-        cells += [f'<td class="n">{_cell(c, rec[c])}</td>' for c, _ in _TABLE_COLUMNS]
+        cells += [f'<td class="n">{_cell(c, rec[c])}</td>' for c, _ in columns]
         if content:
             for col in ("transcript", "llm_output"):
                 text = rec[col] if isinstance(rec[col], str) else ""
@@ -204,6 +233,7 @@ def build_page(report) -> str:
 <section id="breakdown-section"><h2>Where V2V goes</h2><div class="plot" id="fig-breakdown"></div>{_mean_breakdown(report)}</section>
 <section id="distributions"><h2>Distributions</h2>{divs}</section>
 {_turn_table(report, wf_index)}
+{_acoustic_section(report)}
 {_other_table(report)}
 <script type="application/json" id="voicetrace-data">{_json_for_script(data)}</script>
 <script>{_JS}</script>

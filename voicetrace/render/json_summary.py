@@ -36,6 +36,11 @@ def report_dict(report) -> dict:
     rows = []
     content = report.content_captured
     fields = TURN_FIELDS + (["transcript", "llm_output"] if content else [])
+    acoustic = getattr(report, "acoustic", None)
+    if acoustic is not None:  # acoustic V2V from the run's call.wav beside the event V2V (voicetrace.acoustic)
+        from voicetrace.acoustic.check import CHECK_COLUMNS
+
+        fields = fields + CHECK_COLUMNS
     bd_cols = [f"bd_{s}_ms" for s in SEGMENTS]
     for rec in turns[fields + bd_cols].to_dict("records") if len(turns) else []:
         row = {k: _clean(rec[k]) for k in fields}
@@ -53,6 +58,20 @@ def report_dict(report) -> dict:
             for r in report.server_skew.itertuples()
         ],
         "sources": report.sources,
+        "acoustic": acoustic_dict(acoustic),
+    }
+
+
+def acoustic_dict(acoustic) -> dict | None:
+    """The acoustic check's barge-ins, warnings, recordings and detector settings (None without recordings)."""
+    if acoustic is None:
+        return None
+    return {
+        "tolerance_ms": acoustic.tolerance_ms,
+        "recordings": acoustic.recordings,
+        "vad": acoustic.vad,
+        "barge_ins": [{k: _clean(v) for k, v in r.items()} for r in acoustic.barge_ins.to_dict("records")],
+        "warnings": acoustic.warnings,
     }
 
 

@@ -27,14 +27,40 @@ def _ms(value) -> str:
     return f"{value:,.0f}"
 
 
-def _new_table(title: str) -> Table:
+_ACOUSTIC_COLUMNS = [("acoustic_v2v_ms", "ac V2V"), ("v2v_delta_ms", "Δ ac")]
+"""Beside V2V when the run's call.wav was analysed (voicetrace.acoustic): acoustic V2V, acoustic − event."""
+
+
+def _new_table(title: str, acoustic: bool = False) -> Table:
     table = Table(title=title, title_justify="left", pad_edge=False, collapse_padding=True)
     table.add_column("turn", justify="right", no_wrap=True)
     table.add_column("at s", justify="right", no_wrap=True)
     table.add_column("transcript start", no_wrap=True, max_width=22, overflow="ellipsis")
-    for _, header in _COLUMNS:
+    for col, header in _COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
+        if acoustic and col == "v2v_ms":
+            for _, ac_header in _ACOUSTIC_COLUMNS:
+                table.add_column(ac_header, justify="right", no_wrap=True)
     return table
+
+
+def _delta(value, tolerance_ms: float = 10.0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    text = f"{value:+,.0f}"
+    return f"[yellow]{text}[/]" if abs(value) > tolerance_ms else text
+
+
+def print_acoustic(console: Console, acoustic) -> None:
+    """Barge-ins found in the recordings and every acoustic/event V2V disagreement (voicetrace.acoustic)."""
+    if acoustic is None:
+        return
+    for row in acoustic.barge_ins.itertuples():
+        console.print(f"barge-in (audio) {row.conversation} turn {row.turn} at {row.start_ms / 1000:.2f} s: "
+                      f"{row.interrupter} cut in on {row.interrupted_speaker}, {row.overlap_ms:,.0f} ms overlap, "
+                      f"{row.stopped} stopped", highlight=False)
+    for line in acoustic.warnings:
+        console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
 
 
 def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, summary: bool = True) -> None:
@@ -44,14 +70,23 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, su
     if turns.empty:
         console.print("no turns in the trace")
         return
+    acoustic = "acoustic_v2v_ms" in turns and bool(turns["acoustic_v2v_ms"].notna().any())
     for call, rows in turns.groupby("conversation", sort=False):
-        table = _new_table(f"{call}: per turn, ms (⚡ = caller barged in)")
+        title = f"{call}: per turn, ms (⚡ = caller barged in)"
+        if acoustic:
+            title += "; ac V2V from call.wav, Δ ac = acoustic − event"
+        table = _new_table(title, acoustic)
         for row in rows.itertuples(index=False):
+            cells = []
+            for col, _ in _COLUMNS:
+                cells.append(_ms(getattr(row, col)))
+                if acoustic and col == "v2v_ms":
+                    cells += [_ms(row.acoustic_v2v_ms), _delta(row.v2v_delta_ms)]
             table.add_row(
                 f"{row.turn}{'⚡' if row.interrupted else ''}",
                 "—" if pd.isna(row.at_s) else f"{row.at_s:.1f}",
                 row.transcript if isinstance(row.transcript, str) and row.transcript else "·",
-                *[_ms(getattr(row, col)) for col, _ in _COLUMNS],
+                *cells,
             )
         console.print(table)
     if not summary:
@@ -109,6 +144,7 @@ def render(report, out) -> None:
             console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
     if len(turns):
         print_headline(console, report)
+    print_acoustic(console, getattr(report, "acoustic", None))
     for row in report.server_skew.itertuples():
         console.print(f"[yellow]LLM server clock off by {row.skew_ms:,.1f} ms[/] (server span {row.server_span_id} "
                       f"outside client llm span {row.llm_span_id}): its queue/prefill/decode are not drawn")

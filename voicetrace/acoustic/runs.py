@@ -1,0 +1,87 @@
+"""The acoustic check of run folders: find each trace's call.wav, analyse it, compare (I/O here only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from voicetrace import semconv as sc
+from voicetrace.acoustic.check import AcousticCheck, compare_turns, disagreements
+from voicetrace.acoustic.conversation import BARGE_IN_COLUMNS, ConversationAnalysis, analyze_segments
+from voicetrace.acoustic.levels import RecordingError, frame_levels, recording_info
+from voicetrace.acoustic.vad import VadConfig, speech_segments, threshold_db
+
+RUN_RECORDING = "call.wav"
+"""A run's stereo recording: caller left (channel 0), bot right (channel 1)."""
+
+
+def analyze_recording(path: Path, caller_channel: int = 0, agent_channel: int = 1,
+                      config: VadConfig = VadConfig(), long_silence_ms: float = 2000.0) -> ConversationAnalysis:
+    """Stream ``path``, find speech per channel, and analyse the conversation (raises RecordingError)."""
+    info = recording_info(path, min_channels=2)
+    for name, channel in (("caller", caller_channel), ("agent", agent_channel)):
+        if not 0 <= channel < info.channels:
+            raise RecordingError(f"{path}: has {info.channels} channels; {name} channel {channel} does not exist")
+    if caller_channel == agent_channel:
+        raise RecordingError(f"caller and agent channel are both {caller_channel}; they must differ")
+    levels = frame_levels(info, [caller_channel, agent_channel])
+    caller = speech_segments(levels.db[0], config)
+    agent = speech_segments(levels.db[1], config)
+    result = analyze_segments(caller, agent, info.duration_ms, long_silence_ms)
+    result.meta = {
+        "recording": str(path), "sample_rate": info.sample_rate, "channels": info.channels,
+        "format": f"{info.format}/{info.subtype}", "caller_channel": caller_channel, "agent_channel": agent_channel,
+        "caller_threshold_dbfs": round(threshold_db(levels.db[0], config), 1),
+        "agent_threshold_dbfs": round(threshold_db(levels.db[1], config), 1),
+        "vad": {"kind": "energy", "frame_ms": levels.frame_ms, **config.to_dict()},
+    }
+    return result
+
+
+def recordings_for(tables) -> dict[str, Path]:
+    """trace_id → the call.wav beside the trace file it was read from (run folders only)."""
+    spans = tables.spans
+    conv = spans[spans["name"] == sc.SPAN_CONVERSATION]
+    found = {}
+    for trace_id, source in zip(conv["trace_id"], conv["source"]):
+        if not isinstance(source, str) or not source:
+            continue
+        wav = Path(source).parent / RUN_RECORDING
+        if wav.is_file():
+            found[trace_id] = wav
+    return found
+
+
+def attach_acoustic(report, recordings: dict[str, Path] | None = None) -> None:
+    """Add CHECK_COLUMNS to ``report.turns`` and set ``report.acoustic`` when the traces have recordings."""
+    report.acoustic = acoustic_check(report.turns, report.tables, recordings)
+
+
+def acoustic_check(turns: pd.DataFrame, tables, recordings: dict[str, Path] | None = None) -> AcousticCheck | None:
+    """Add CHECK_COLUMNS to ``turns`` (turn_metrics rows, in place); None when no trace has a recording.
+
+    A recording that cannot be read is reported as a warning; the event report stands without it.
+    """
+    recordings = recordings_for(tables) if recordings is None else recordings
+    if not recordings:
+        return None
+    analyses, warnings = {}, []
+    for trace_id, path in recordings.items():
+        try:
+            analyses[trace_id] = analyze_recording(path)
+        except RecordingError as exc:
+            warnings.append(f"acoustic check skipped: {exc}")
+    spans = tables.spans
+    conv = spans[spans["name"] == sc.SPAN_CONVERSATION]
+    starts = {(t, s): int(v) for t, s, v in zip(conv["trace_id"], conv["span_id"], conv["start_ns"])}
+    checked = compare_turns(turns, starts, analyses)
+    for col in checked.columns:
+        turns[col] = checked[col].to_numpy()
+    names = dict(zip(turns["trace_id"], turns["conversation"]))
+    barge = [a.barge_ins.assign(conversation=names.get(tid, tid[:8])) for tid, a in analyses.items() if len(a.barge_ins)]
+    barge_ins = (pd.concat(barge, ignore_index=True) if barge
+                 else pd.DataFrame(columns=["conversation"] + BARGE_IN_COLUMNS))[["conversation"] + BARGE_IN_COLUMNS]
+    vad = next(iter(analyses.values())).meta.get("vad", {}) if analyses else {}
+    return AcousticCheck(recordings={k: str(v) for k, v in recordings.items()}, analyses=analyses,
+                                    barge_ins=barge_ins, warnings=warnings + disagreements(turns), vad=vad)
