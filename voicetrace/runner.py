@@ -7,6 +7,7 @@ runs/<run-id>/ holds trace.jsonl (spans, written as the call goes), bot.wav, cal
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import platform
@@ -58,6 +59,12 @@ class RunOptions:
     asr_mode: str = "streaming"
     asr_model: str = "tiny.en"
     language: str = "en"
+    overrides: dict = field(default_factory=dict)
+    """PipelineConfig fields to change (tuning and benchmarks), e.g. {"turn_stop_secs": 1.0}."""
+    capture: bool = True
+    """False: no voicetrace observer or LLM instrumentation at all (the overhead benchmark's baseline)."""
+    tail_s: float | None = None
+    """Silence fed after the recording; None: until the last reply has played (needs capture)."""
     service_name: str = "voicetrace"
     run_id: str | None = None
     otlp: "OtlpTarget | None" = None
@@ -78,6 +85,8 @@ class RunResult:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    warmup_ms: dict = field(default_factory=dict)
+    """Milliseconds each model took to warm up before call time zero."""
     otlp: "ExportStats | None" = None
 
     @property
@@ -171,7 +180,8 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             _check_llm_reachable(base_url)
             llm_model, llm_server = options.llm_model, "external"
         else:
-            base_url, llm_model = _start_embedded_llm(stack, run_dir)
+            threads = options.overrides.get("llm_threads", PipelineConfig.llm_threads)
+            base_url, llm_model = _start_embedded_llm(stack, run_dir, threads)
             llm_server = EMBEDDED_LLM
         config = PipelineConfig(
             llm_base_url=base_url,
@@ -186,6 +196,10 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             tools_db=str(options.tools_db or ""),
             extra={"llm_server": llm_server},
         )
+        try:
+            config = dataclasses.replace(config, **options.overrides)
+        except TypeError as exc:
+            raise RunError(f"unknown pipeline setting: {exc}") from None
         run_info = {
             "run_id": run_id,
             "started_at": datetime.now(timezone.utc).isoformat(),
@@ -225,6 +239,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
                 finished_at=datetime.now(timezone.utc).isoformat(),
                 turns=result.turns,
                 spans_written=result.spans_written,
+                warmup_ms=result.warmup_ms,
                 wall_seconds=round(result.wall_seconds, 3),
             )
             if options.otlp is not None and result.otlp is not None:
@@ -235,14 +250,14 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
     return result
 
 
-def _start_embedded_llm(stack: ExitStack, run_dir: Path) -> tuple[str, str]:
+def _start_embedded_llm(stack: ExitStack, run_dir: Path, threads: int) -> tuple[str, str]:
     from voicetrace.servers.llama import LlamaServer, LLMServerError
 
     binary, model = components.llama_server_bin(), components.smollm2_gguf()
     if binary is None or model is None:
         what = "llama-server" if binary is None else "the SmolLM2 GGUF"
         raise RunError(f"{what} is not installed: {components.INSTALL_HINT}, or pass --llm-url URL --model NAME")
-    server = LlamaServer(binary=binary, model=model, log_path=run_dir / "llama-server.log")
+    server = LlamaServer(binary=binary, model=model, log_path=run_dir / "llama-server.log", threads=threads)
     try:
         stack.enter_context(server)
     except LLMServerError as exc:
@@ -269,6 +284,14 @@ def _replay(
     from voicetrace.export import attach_live_export, environment_from, run_resource_attributes
     from voicetrace.tracing import make_tracer_provider
 
+    recorder = CallRecorder(run_dir)
+    if not options.capture:  # the overhead baseline: the same replay with no voicetrace capture at all
+        try:
+            with _pipecat_logs_to(run_dir / "pipeline.log"):
+                asyncio.run(_run_pipeline(call, config, None, recorder, progress, options.tail_s, result.warmup_ms))
+        finally:
+            recorder.close()
+        return
     clock = RunClock()
     provider, exporter = make_tracer_provider(
         run_dir / "trace.jsonl",
@@ -301,10 +324,9 @@ def _replay(
             sc.SPAN_TTS: {sc.ATTR_TTS_VOICE: config.tts_voice},
         },
     )
-    recorder = CallRecorder(run_dir)
     try:
         with _pipecat_logs_to(run_dir / "pipeline.log"):
-            asyncio.run(_run_pipeline(call, config, observer, recorder, progress))
+            asyncio.run(_run_pipeline(call, config, observer, recorder, progress, options.tail_s, result.warmup_ms))
     finally:
         observer.finish()
         provider.shutdown()
@@ -314,7 +336,8 @@ def _replay(
         result.otlp = live.stats if live else None
 
 
-async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn | None) -> None:
+async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn | None,
+                        tail_s: float | None = None, warmup_ms: dict | None = None) -> None:
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker
     from pipecat.workers.runner import WorkerRunner
@@ -322,15 +345,26 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     from voicetrace.capture.llm_stream import instrument_openai_llm
     from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
     from voicetrace.pipelines.reference import build_processors
+    from voicetrace.pipelines.warmup import warm_up
 
     total_s = call.duration_ms / 1000
     timeline = CallTimeline()
     worker: PipelineWorker | None = None
     file_done = asyncio.Event()
 
+    tail_end_ns: list[int] = []
+
     def call_finished(now_ns: int) -> bool:
+        if tail_s is not None or observer is None:  # a fixed tail (benchmarks; no capture to ask)
+            if not tail_end_ns:
+                tail_end_ns.append(now_ns + int((tail_s if tail_s is not None else 10.0) * 1e9))
+            return now_ns >= tail_end_ns[0]
         # The last reply has played out and the line has been quiet for a moment.
         return observer.open_turns == 0 and now_ns - observer.last_activity_mono_ns > _TAIL_IDLE_NS
+
+    async def before_feed() -> None:
+        if config.warmup:
+            warmup_ms.update(await warm_up(reference, config))
 
     async def on_done() -> None:
         file_done.set()
@@ -339,24 +373,26 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
 
     def on_progress(played_s: float) -> None:
         if progress:
-            progress(played_s, total_s, observer.turns_completed)
+            progress(played_s, total_s, observer.turns_completed if observer else 0)
 
     input_transport = FileInputTransport(
         iter_pipeline_frames(call),
         timeline,
         recorder,
-        on_call_start=observer.start_conversation,
+        on_call_start=observer.start_conversation if observer else (lambda start_ns: None),
         on_progress=on_progress,
         call_finished=call_finished,
         on_done=on_done,
+        before_feed=before_feed,
     )
     output_transport = PacedOutputTransport(timeline, recorder)
     reference = build_processors(config, input_transport, output_transport, tool_sink=observer)
-    instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM)
+    if observer is not None:
+        instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM)
     worker = PipelineWorker(
         Pipeline(reference.processors),
         params=PipelineParams(audio_in_sample_rate=16_000, audio_out_sample_rate=16_000, enable_metrics=True),
-        observers=[observer],
+        observers=[observer] if observer is not None else [],
         enable_rtvi=False,
         idle_timeout_secs=None,
     )

@@ -19,12 +19,15 @@ from typing import Any, Mapping, Sequence
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from voicetrace import __version__
 
 log = logging.getLogger(__name__)
+
+MAX_EVENTS_PER_SPAN = 16_384
+"""Token events per llm span kept (the SDK default, 128, would cut replies short)."""
 
 # OTLP/JSON writes trace and span ids as hex, where protobuf's JSON mapping writes base64.
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
@@ -108,7 +111,9 @@ def make_tracer_provider(
     schedule_delay_ms: int = 500,
 ) -> tuple[TracerProvider, OtlpJsonLinesExporter]:
     """A provider that writes to ``trace_path`` in batches of at most ``schedule_delay_ms``."""
-    provider = TracerProvider(resource=make_resource(service_name, resource_attributes))
+    # One event per token: the SDK's default of 128 events per span would drop most of a long reply.
+    limits = SpanLimits(max_events=MAX_EVENTS_PER_SPAN, max_attributes=256)
+    provider = TracerProvider(resource=make_resource(service_name, resource_attributes), span_limits=limits)
     exporter = OtlpJsonLinesExporter(trace_path)
     provider.add_span_processor(
         BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_ms, max_export_batch_size=512)

@@ -27,6 +27,7 @@ _NS_PER_MS = 1_000_000
 _CLAMP_TOLERANCE_NS = 2 * _NS_PER_MS
 
 Event = tuple[str, int, Mapping[str, Any]]
+_NO_ATTRIBUTES: Mapping[str, Any] = {}
 
 
 def _ms(ns: int) -> float:
@@ -79,8 +80,9 @@ class SpanBuilder:
     def _finish(self, span: Span, start_ns: int, end_ns: int, attributes: Mapping[str, Any],
                 events: Iterable[Event] = (), error: str | None = None) -> Span:
         span.set_attributes(_clean(attributes))
+        wall = self._wall
         for event_name, time_ns, event_attrs in events:
-            span.add_event(event_name, attributes=dict(event_attrs), timestamp=self._wall(time_ns))
+            span.add_event(event_name, attributes=event_attrs or None, timestamp=wall(time_ns))
         if error:
             span.set_status(Status(StatusCode.ERROR, error))
         # A stage can't end before it starts; clamp rather than write a negative span.
@@ -188,7 +190,10 @@ class SpanBuilder:
             if n > 1:
                 attrs[sc.ATTR_LLM_TPOT_MS] = _ms(tokens[-1] - tokens[0]) / (n - 1)
             events.append((sc.EVENT_FIRST_TOKEN, tokens[0], {}))
-            events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: c}) for t, c in zip(tokens, call.token_counts))
+            # Only multi-token chunks carry a count (readers take 1 when it is absent): attributes
+            # are most of an event's cost, and this path runs once per token.
+            events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: c} if c > 1 else _NO_ATTRIBUTES)
+                          for t, c in zip(tokens, call.token_counts))
         error = call.error
         if error is None and not tokens and not call.tool_calls and not rec.interrupted:
             error = "no content tokens received"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Iterable
+from typing import Awaitable, Callable, Iterable
 
 from pipecat.frames.frames import CancelFrame, InputAudioRawFrame, OutputAudioRawFrame, StartFrame
 from pipecat.transports.base_input import BaseInputTransport
@@ -56,6 +56,7 @@ class FileInputTransport(BaseInputTransport):
         call_finished: Callable[[int], bool],
         on_done: Callable[[], "asyncio.Future | None"],
         max_tail_s: float = 30.0,
+        before_feed: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(transport_params())
         self._frames = frames
@@ -66,6 +67,7 @@ class FileInputTransport(BaseInputTransport):
         self._call_finished = call_finished
         self._on_done = on_done
         self._max_tail_frames = int(max_tail_s * 1000 / FRAME_MS)
+        self._before_feed = before_feed
         self._feeder: asyncio.Task | None = None
         self.frames_fed = 0
         self.error: BaseException | None = None
@@ -92,6 +94,13 @@ class FileInputTransport(BaseInputTransport):
         self.frames_fed = index + 1
 
     async def _feed(self) -> None:
+        if self._before_feed is not None:
+            try:
+                await self._before_feed()  # e.g. warm-up: before call time zero, not inside the call
+            except Exception as exc:
+                self.error = exc
+                await self._on_done()
+                return
         start_ns = time.monotonic_ns()
         self._timeline.start_mono_ns = start_ns
         self._on_call_start(start_ns)

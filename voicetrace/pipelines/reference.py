@@ -28,7 +28,8 @@ class PipelineConfig:
     asr_compute_type: str = "int8"
     asr_mode: str = "streaming"
     """``streaming`` (interim results, only the unconfirmed tail at the end) or ``segmented``."""
-    asr_threads: int = 0
+    asr_threads: int = 2
+    """CTranslate2 threads for Whisper (0 = its default, which oversubscribes 2 cores)."""
     tts_voice_dir: str = ""
     tts_voice: str = "en_US-joe-medium"
     vad: str = "webrtc"
@@ -46,6 +47,12 @@ class PipelineConfig:
     calls them), ``both`` or ``off``. lookup_policy always runs at call start unless ``off``."""
     tools_db: str = ""
     caller_phone: str = "+15550100"
+    warmup: bool = True
+    """Warm LLM (prompt cache), ASR, TTS and turn model before call time zero."""
+    llm_threads: int = 2
+    """llama-server threads (embedded default)."""
+    tts_first_clause: bool = False
+    """Hand TTS the reply's first clause (at , ; :) instead of its whole first sentence."""
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -72,6 +79,8 @@ class ReferencePipeline:
     llm: object
     stt: object
     tts: object
+    context: object
+    turn_analyzer: object
 
 
 TOOL_MODES = ("intent", "function", "both", "off")
@@ -97,6 +106,7 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
     )
     from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+    from voicetrace.pipelines.clause_aggregator import FirstClauseAggregator
     from voicetrace.pipelines.streaming_whisper import StreamingWhisperSTTService
     from voicetrace.tools.claims_db import ensure_db
     from voicetrace.tools.insurance import InsuranceTools
@@ -141,6 +151,9 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
         download_dir=Path(config.tts_voice_dir),
         settings=PiperTTSService.Settings(voice=config.tts_voice),
     )
+    if config.tts_first_clause:
+        # pipecat 1.14 takes no aggregator argument; its sentence aggregator is replaced in place.
+        tts._text_aggregator = FirstClauseAggregator(language=tts._text_aggregator.language)
     processors = [input_transport, stt, aggregators.user()]
     if config.tools != "off":
         tools = InsuranceTools(ensure_db(Path(config.tools_db) if config.tools_db else None), config.caller_phone)
@@ -148,4 +161,4 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
         if function_tools:
             register_function_tools(llm, tools, {"sink": tool_sink})
     processors += [llm, tts, output_transport, aggregators.assistant()]
-    return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts)
+    return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts, context=context, turn_analyzer=turn_analyzer)

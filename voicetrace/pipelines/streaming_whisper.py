@@ -21,7 +21,6 @@ from pipecat.frames.frames import (
     ErrorFrame,
     Frame,
     InterimTranscriptionFrame,
-    StartFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
@@ -100,15 +99,12 @@ class StreamingWhisperSTTService(STTService):
         self._utterance: _Utterance | None = None
         self._final_tasks: set[asyncio.Task] = set()
         self.finalize_ms: list[float] = []
+        from faster_whisper import WhisperModel
 
-    async def start(self, frame: StartFrame) -> None:
-        await super().start(frame)
-        if self._model is None:
-            from faster_whisper import WhisperModel
+        # Loaded here, like pipecat's own Whisper service, so the model is ready (and can be
+        # warmed) before the first frame of the call is fed.
+        self._model = WhisperModel(model_path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
 
-            self._model = await asyncio.to_thread(
-                WhisperModel, self._model_path, device="cpu", compute_type=self._compute_type, cpu_threads=self._cpu_threads
-            )
 
     def can_generate_metrics(self) -> bool:
         return True
