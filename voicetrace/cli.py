@@ -56,6 +56,7 @@ def run(
     otlp_protocol: Optional[str] = typer.Option(None, "--otlp-protocol", help="grpc or http/protobuf (default: from the URL, then OTEL_EXPORTER_OTLP_PROTOCOL, then http/protobuf)."),
     service_name: str = typer.Option("voicetrace", "--service-name", envvar="OTEL_SERVICE_NAME", help="service.name on the spans (what Jaeger lists them under)."),
     environment: Optional[str] = typer.Option(None, "--environment", help="deployment.environment on the spans (default: from OTEL_RESOURCE_ATTRIBUTES, else local)."),
+    llm_timeout_s: float = typer.Option(30.0, "--llm-timeout-s", help="An LLM server that sends nothing for this long (before answering or mid-stream) ends that turn's LLM call with an error span; the run goes on."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
     from voicetrace.audio.source import AudioInputError
@@ -83,6 +84,9 @@ def run(
     except OtlpConfigError as exc:
         raise _fail(str(exc), EXIT_USAGE)
     options.service_name, options.environment = service_name, environment
+    if llm_timeout_s <= 0:
+        raise _fail(f"--llm-timeout-s must be positive, not {llm_timeout_s:g}", EXIT_USAGE)
+    options.llm_stall_timeout_s = llm_timeout_s
     options.on_warning = lambda message: err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
     quiet_exporter_logs()
     progress = _RunProgress()

@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +29,7 @@ from voicetrace.clock import RunClock
 from voicetrace.pipelines.reference import PipelineConfig
 
 _TAIL_IDLE_NS = 1_500_000_000
+_EMBEDDED_SERVER: "ContextVar[LlamaServer | None]" = ContextVar("voicetrace_embedded_server", default=None)
 EMBEDDED_LLM = "llama-server (embedded)"
 
 
@@ -73,6 +75,8 @@ class RunOptions:
     """deployment.environment; None: OTEL_RESOURCE_ATTRIBUTES or ``local``."""
     on_warning: Callable[[str], None] | None = None
     """Called (at most once per problem) when live export runs into trouble."""
+    llm_stall_timeout_s: float = 30.0
+    """An LLM server silent this long (before its answer or mid-stream) ends the turn's LLM call."""
 
 
 @dataclass
@@ -194,7 +198,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
             vad=options.vad,
             tools=options.tools,
             tools_db=str(options.tools_db or ""),
-            extra={"llm_server": llm_server},
+            extra={"llm_server": llm_server, "llm_stall_timeout_s": options.llm_stall_timeout_s},
         )
         try:
             config = dataclasses.replace(config, **options.overrides)
@@ -262,6 +266,7 @@ def _start_embedded_llm(stack: ExitStack, run_dir: Path, threads: int) -> tuple[
         stack.enter_context(server)
     except LLMServerError as exc:
         raise RunError(str(exc)) from None
+    stack.callback(_EMBEDDED_SERVER.reset, _EMBEDDED_SERVER.set(server))  # watched during the call (_watch_embedded)
     return f"{server.base_url}/v1", components.SMOLLM2_MODEL_NAME
 
 
@@ -388,7 +393,8 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     output_transport = PacedOutputTransport(timeline, recorder)
     reference = build_processors(config, input_transport, output_transport, tool_sink=observer)
     if observer is not None:
-        instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM)
+        instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM,
+                              stall_timeout_s=config.extra.get("llm_stall_timeout_s"))
     worker = PipelineWorker(
         Pipeline(reference.processors),
         params=PipelineParams(audio_in_sample_rate=16_000, audio_out_sample_rate=16_000, enable_metrics=True),
@@ -408,6 +414,11 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
+    # The embedded llama-server dying mid-call: every later turn would fail, so the run stops
+    # (spans so far are kept) and says so.
+    died: list[str] = []
+    embedded = _EMBEDDED_SERVER.get()
+    watchdog = asyncio.ensure_future(_watch_embedded(embedded, worker, died)) if embedded is not None else None
     runner = WorkerRunner(handle_sigint=False)
     try:
         await runner.add_workers(worker)
@@ -415,10 +426,28 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+        if watchdog is not None:
+            watchdog.cancel()
     if received:
         raise RunInterrupted(received[0])
+    if died:
+        raise RunError(died[0])
     if input_transport.error is not None:
         raise input_transport.error
+
+
+async def _watch_embedded(server, worker, died: list[str]) -> None:
+    """Poll the embedded server's process; when it exits, say why and cancel the pipeline."""
+    while server.process is not None:
+        code = server.process.poll()
+        if code is not None:
+            how = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
+                   else f"exit code {code}")
+            died.append(f"llama-server exited mid-call ({how}); spans so far are in "
+                        f"{server.log_path.parent / 'trace.jsonl'}; see {server.log_path}")
+            await worker.cancel(reason="llama-server exited")
+            return
+        await asyncio.sleep(0.25)  # polling the child process's state
 
 
 @contextmanager

@@ -89,8 +89,10 @@ def other_spans(tables: SpanTables) -> pd.DataFrame:
     names = spans["name"].astype(str)
     conversations = spans.loc[names == sc.SPAN_CONVERSATION, "span_id"]
     call_level = spans["parent_span_id"].isin(conversations) & (names != sc.SPAN_TURN)  # e.g. a tool at call start
+    # A stage span whose turn (or an llm.server span whose llm) never arrived: listed here, not lost.
+    orphan = ~spans["parent_span_id"].isin(spans["span_id"]) & ~names.isin([sc.SPAN_TURN, sc.SPAN_CONVERSATION])
     unknown = spans[(~names.isin(list(KNOWN_SPANS)) & ~names.str.startswith(SERVER_PREFIX)
-                     & ~names.str.startswith(sc.SPAN_TOOL_PREFIX)) | call_level]
+                     & ~names.str.startswith(sc.SPAN_TOOL_PREFIX)) | call_level | orphan]
     if unknown.empty:
         return pd.DataFrame(columns=["service", "name", "count", "p50_ms", "max_ms"])
     dur = (unknown["end_ns"] - unknown["start_ns"]) / NS_PER_MS

@@ -9,6 +9,7 @@ it arrives, before pipecat does anything with it. llama.cpp's ``timings`` (per c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ class LLMCall:
         self.text += text
 
 
+class LLMStalled(TimeoutError):
+    """The server sent nothing for the stall timeout: the turn's LLM call ends with this error."""
+
+
 class LLMCallSink(Protocol):
     def begin_llm_call(self, prepare_ns: int) -> LLMCall | None: ...
 
@@ -69,23 +74,38 @@ def _chunk_tokens(timings: dict | None, previous_predicted: int) -> tuple[int, i
 class TimedStream:
     """Wraps an openai AsyncStream; records each chunk's arrival, passes chunks through unchanged."""
 
-    def __init__(self, stream, call: LLMCall, sink: LLMCallSink) -> None:
+    def __init__(self, stream, call: LLMCall, sink: LLMCallSink, stall_timeout_s: float | None = None) -> None:
         self._stream = stream
         self._call = call
         self._sink = sink
         self._predicted = 0
         self._ended = False
+        self._stall_timeout_s = stall_timeout_s
 
     def __aiter__(self):
         return self._iterate()
 
-    async def _iterate(self):
+    async def _next(self, iterator):
+        if not self._stall_timeout_s:
+            return await iterator.__anext__()
         try:
-            async for chunk in self._stream:
+            return await asyncio.wait_for(iterator.__anext__(), self._stall_timeout_s)
+        except asyncio.TimeoutError:
+            # A server that stops mid-stream would hold the turn forever: end it here, with the error.
+            raise LLMStalled(f"LLM stream stalled: no chunk for {self._stall_timeout_s:g} s") from None
+
+    async def _iterate(self):
+        iterator = self._stream.__aiter__()
+        try:
+            while True:
+                try:
+                    chunk = await self._next(iterator)
+                except StopAsyncIteration:
+                    break
                 self._observe(chunk, time.monotonic_ns())
                 yield chunk
         except BaseException as exc:
-            self._call.error = type(exc).__name__
+            self._call.error = _error_text(exc)
             raise
         finally:
             self._finish()
@@ -134,12 +154,23 @@ class TimedStream:
         return getattr(self._stream, name)
 
 
-def instrument_openai_llm(service, sink: LLMCallSink, *, llama_cpp_timings: bool = False) -> None:
+def _error_text(exc: BaseException) -> str:
+    """The error for the span's status: the exception's type and its first line (bounded)."""
+    first_line = str(exc).strip().split("\n")[0][:200]
+    return f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+
+
+def instrument_openai_llm(service, sink: LLMCallSink, *, llama_cpp_timings: bool = False,
+                          stall_timeout_s: float | None = None) -> None:
     """Time every chat request of a pipecat BaseOpenAILLMService and tag it with traceparent.
 
     The ``llm`` span starts when the HTTP request leaves (an httpx request hook, which also
     sets the header); without access to the service's httpx client it starts when the
     service begins the call and the header goes in through ``extra_headers``.
+
+    ``stall_timeout_s``: a server that sends nothing for this long (before the response or
+    between chunks) ends the call with ``LLMStalled``; the turn's ``llm`` span records the error
+    and the pipeline goes on with the next turn.
     """
     pending: dict[str, LLMCall | None] = {"call": None}
     original_build = service.build_chat_completion_params
@@ -163,16 +194,22 @@ def instrument_openai_llm(service, sink: LLMCallSink, *, llama_cpp_timings: bool
         call = sink.begin_llm_call(time.monotonic_ns())
         pending["call"] = call
         try:
-            stream = await original_get(context)
+            if stall_timeout_s:
+                try:
+                    stream = await asyncio.wait_for(original_get(context), stall_timeout_s)
+                except asyncio.TimeoutError:
+                    raise LLMStalled(f"LLM server sent no response for {stall_timeout_s:g} s") from None
+            else:
+                stream = await original_get(context)
         except BaseException as exc:
             if call is not None:
-                call.error = type(exc).__name__
+                call.error = _error_text(exc)
                 call.end_ns = time.monotonic_ns()
                 sink.end_llm_call(call)
             raise
         finally:
             pending["call"] = None
-        return TimedStream(stream, call, sink) if call is not None else stream
+        return TimedStream(stream, call, sink, stall_timeout_s) if call is not None else stream
 
     async def on_request(request) -> None:
         call = pending["call"]

@@ -35,6 +35,8 @@ def report_command(paths: list[Path], console: Console, err_console: Console, ou
         renderer("json")(report, sys.stdout)
     else:
         renderer("terminal")(report, console.file)
+    if report.tables.skipped:  # where: file:line and why, so the user can look
+        err_console.print(f"[yellow]warning:[/] {report.tables.skipped_note()}", highlight=False, soft_wrap=True)
     if output is not None:
         size = write_html(report, output)
         (err_console if as_json else console).print(

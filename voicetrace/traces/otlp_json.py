@@ -15,6 +15,8 @@ from typing import Any, Iterable
 import orjson
 import pandas as pd
 
+from voicetrace.traces.salvage import salvage_request
+
 SPAN_COLUMNS = [
     "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns",
     "attributes", "status_code", "service", "source",
@@ -35,6 +37,31 @@ class SpanTables:
     @property
     def skipped(self) -> int:
         return len(self.skipped_lines)
+
+    def skipped_note(self, limit: int = 10) -> str:
+        """One line: how many lines/spans were skipped and where (file:line, reason)."""
+        return skipped_note(self.skipped_lines, limit)
+
+
+def skipped_note(skipped_lines: list[tuple[str, int, str]], limit: int = 10) -> str:
+    if not skipped_lines:
+        return ""
+    where = "; ".join(f"{Path(path).name}:{line} ({reason})" for path, line, reason in skipped_lines[:limit])
+    more = f"; and {len(skipped_lines) - limit} more" if len(skipped_lines) > limit else ""
+    return f"skipped {len(skipped_lines)} unreadable line(s)/span(s): {where}{more}"
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _rows_are_sound(spans: list, events: list, first_span: int, first_event: int) -> bool:
+    """The fast reader's rows from one line: times within int64, names and services strings."""
+    for i in range(first_span, len(spans)):
+        row = spans[i]
+        if not (0 <= row[4] <= _INT64_MAX and 0 <= row[5] <= _INT64_MAX
+                and isinstance(row[3], str) and isinstance(row[8], str)):
+            return False
+    return all(0 <= events[i][3] <= _INT64_MAX and isinstance(events[i][2], str) for i in range(first_event, len(events)))
 
 
 def any_value(value: dict) -> Any:
@@ -127,11 +154,23 @@ def read_trace_files(paths: Iterable[Path]) -> SpanTables:
                     continue
                 try:
                     request = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    # The last line of a file being written (or cut off) has no newline yet.
+                    skipped.append((str(path), number, "invalid JSON" if line.endswith(b"\n") else "truncated last line"))
+                    continue
+                first_span, first_event = len(spans), len(events)
+                try:
                     if not isinstance(request, dict):
                         raise ValueError("not a JSON object")
                     _rows_from_request(request, str(path), spans, events)
-                except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError, KeyError) as exc:
-                    skipped.append((str(path), number, type(exc).__name__))
+                    if not _rows_are_sound(spans, events, first_span, first_event):
+                        raise ValueError("odd values")
+                except Exception:  # anything odd in the line: read it again span by span (salvage.py)
+                    del spans[first_span:], events[first_event:]
+                    good_spans, good_events, reasons = salvage_request(request, str(path))
+                    spans.extend(good_spans)
+                    events.extend(good_events)
+                    skipped.extend((str(path), number, reason) for reason in reasons)
     span_df = pd.DataFrame.from_records(spans, columns=SPAN_COLUMNS)
     event_df = pd.DataFrame.from_records(events, columns=EVENT_COLUMNS)
     for df, cols in ((span_df, ("start_ns", "end_ns")), (event_df, ("time_ns",))):
