@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 CALL   ?= samples/calls/claim_status.wav
 
-.PHONY: install demo test test-unit samples doctor clean jaeger
+.PHONY: install demo test test-unit samples doctor clean jaeger bench
 
 install:
 	scripts/install.sh
@@ -31,6 +31,14 @@ doctor:
 jaeger:
 	scripts/build-jaeger.sh
 	$${VOICETRACE_CACHE:-$$HOME/.cache/voicetrace}/bin/jaeger --config dashboards/jaeger.yaml
+
+# Benchmarks (issue 7): each prints ratios measured side by side in one run; see BENCHMARKS.md.
+bench: install
+	$(BIN)/python bench/timing_accuracy.py
+	$(BIN)/python bench/capture_cost.py
+	$(BIN)/python bench/report_scale.py
+	$(BIN)/python bench/v2v.py --overhead --calls claim_status --repeat 2
+	$(BIN)/python bench/v2v.py
 
 clean:
 	rm -rf runs .pytest_cache

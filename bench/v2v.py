@@ -82,13 +82,13 @@ def pct(values, p):
     return float(np.percentile(values, p)) if values else math.nan
 
 
-def run_variant(variant: Variant, call: str, out_dir: Path, tail_s: float | None) -> None:
+def run_variant(variant: Variant, call: str, out_dir: Path, tail_s: float | None, samples: Path = SAMPLES) -> None:
     from voicetrace.analysis.turns import turn_metrics
     from voicetrace.runner import RunOptions, run_call
     from voicetrace.traces.otlp_json import read_trace_files
 
-    script = json.loads((SAMPLES / f"{call}.json").read_text())
-    options = RunOptions(call_path=SAMPLES / f"{call}.wav", out_dir=out_dir, overrides=dict(variant.overrides),
+    script = json.loads((samples / f"{call}.json").read_text())
+    options = RunOptions(call_path=samples / f"{call}.wav", out_dir=out_dir, overrides=dict(variant.overrides),
                          capture=variant.capture, tail_s=tail_s)
     result = run_call(options)
     acoustic = acoustic_v2v_ms(result.run_dir, script)
@@ -121,6 +121,7 @@ def report(variants: list[Variant]) -> None:
 def main(argv: list[str] | None = None) -> list[Variant]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", default=",".join(DEFAULT_CALLS))
+    parser.add_argument("--samples", type=Path, default=SAMPLES, help="folder with CALL.wav + CALL.json scripts")
     parser.add_argument("--variant", action="append", default=[], help="NAME[:key=value,...] (PipelineConfig overrides, capture=off)")
     parser.add_argument("--overhead", action="store_true", help="capture on vs off (fixed tail so both replay the same audio)")
     parser.add_argument("--repeat", type=int, default=1)
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> list[Variant]:
                 order = variants if r % 2 == 0 else list(reversed(variants))  # ABBA against drift
                 for v in order:
                     print(f"  run {r + 1}/{args.repeat} {call} {v.name}", file=sys.stderr, flush=True)
-                    run_variant(v, call, Path(tmp), tail_s)
+                    run_variant(v, call, Path(tmp), tail_s, args.samples)
     report(variants)
     return variants
 

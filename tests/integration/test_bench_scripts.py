@@ -1,0 +1,54 @@
+"""Each benchmark script runs on a tiny input (not timed: this only keeps the benches from rotting)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+from tests.conftest import ROOT, SAMPLES
+
+sys.path.insert(0, str(ROOT / "bench"))
+pytestmark = pytest.mark.integration
+
+
+def test_timing_accuracy_runs():
+    import timing_accuracy
+
+    out = timing_accuracy.main(["--requests", "2", "--tokens", "4", "--tools", "2"])
+    assert out["gaps"] == 2 * 3 and out["tool_runs"] == 2
+    assert out["ttft_err_max_ms"] >= 0 and out["itl_err_max_ms"] >= 0
+
+
+def test_capture_cost_runs():
+    import capture_cost
+
+    out = capture_cost.main(["--tokens", "20", "--turns", "5"])
+    assert out["chunk_us"] > 0 and out["span_us"] > 0
+
+
+def test_report_scale_runs():
+    import report_scale
+
+    out = report_scale.main(["--calls", "3", "--turns", "2", "--tokens", "5"])
+    assert out["turns"] == 6 and out["json_s"] > 0 and out["raw_mb"] > 0
+
+
+def test_v2v_runs_on_a_one_line_call(tmp_path):
+    import v2v
+
+    audio, rate = sf.read(SAMPLES / "claim_status.wav", dtype="int16")
+    script = json.loads((SAMPLES / "claim_status.json").read_text())
+    first = script["lines"][0]
+    cut = int((first["speech_end_s"] + 1.0) * rate)
+    sf.write(tmp_path / "one.wav", audio[:cut], rate, subtype="PCM_16")
+    (tmp_path / "one.json").write_text(json.dumps({**script, "lines": [first]}))
+    variants = v2v.main(["--samples", str(tmp_path), "--calls", "one", "--variant", "on",
+                         "--variant", "off:capture=off", "--tail-s", "6"])
+    on, off = variants
+    assert len(on.event_rows) == 1 and not off.event_rows
+    assert all(not math.isnan(x) and x > 0 for x in on.acoustic_ms + off.acoustic_ms)
