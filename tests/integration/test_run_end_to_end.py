@@ -182,3 +182,29 @@ def test_streaming_asr_publishes_interims_and_finalizes_the_tail(run):
         attrs = span.attributes
         assert 0 < attrs[sc.ATTR_ASR_TAIL_MS] <= attrs[sc.ATTR_ASR_AUDIO_MS]
         assert attrs[sc.ATTR_ASR_FINALIZE_MS] > 0
+
+
+@pytest.mark.xfail(reason="since the warm-up (83a27ac) the observer opens the conversation span at pipecat's StartFrame, "
+                   "before the warm-up, and ignores call time zero: span offsets run seconds behind call.wav, "
+                   "so the acoustic check finds no bot onset near the span's (it warns; V2V itself is unaffected)",
+                   strict=False)
+def test_acoustic_v2v_beside_event_v2v(run, tmp_path):
+    """call.wav analysed with the energy VAD: every turn that reached the bot has both V2Vs, side by side."""
+    assert "ac V2V" in run["stdout"] and "Δ ac" in run["stdout"]  # the table `run` prints
+    result = subprocess.run([str(VOICETRACE), "report", str(run["dir"]), "--json"], capture_output=True, text=True,
+                            timeout=120, env=dict(os.environ, COLUMNS="140"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    spoken = [t for t in doc["turns"] if t["v2v_ms"] is not None]
+    assert spoken and all(t["acoustic_v2v_ms"] is not None for t in spoken), doc["turns"]
+    for t in spoken:
+        # The two ends explain the whole difference; each end is a VAD boundary, not seconds of drift.
+        assert t["v2v_delta_ms"] == pytest.approx(t["ac_bot_start_delta_ms"] - t["ac_user_end_delta_ms"], abs=0.01)
+        assert abs(t["ac_user_end_delta_ms"]) < 400 and abs(t["ac_bot_start_delta_ms"]) < 400, t
+    flagged = [t["turn"] for t in spoken if abs(t["v2v_delta_ms"]) > doc["acoustic"]["tolerance_ms"]]
+    warned = " ".join(doc["acoustic"]["warnings"])
+    assert all(f"turn {n}:" in warned for n in flagged)
+    html_out = tmp_path / "r.html"
+    subprocess.run([str(VOICETRACE), "report", str(run["dir"]), "-o", str(html_out)], check=True, capture_output=True,
+                   timeout=120)
+    assert "ac V2V" in html_out.read_text() and 'id="acoustic"' in html_out.read_text()

@@ -183,6 +183,12 @@ def test_compare_turns_splits_the_difference():
     [line] = disagreements(pd.concat([turns, out], axis=1))
     assert "turn 1" in line and "+150" in line and "100 ms before" in line and "50 ms after" in line
     assert disagreements(pd.concat([turns, out.assign(v2v_delta_ms=9.0)], axis=1)) == []
+    # A bot start 4 s away from any onset in the recording: not matched, and said so.
+    late = turns.assign(bot_start_ns=conv_start + 6_700 * 1_000_000, v2v_ms=4600.0)
+    far = compare_turns(late, {("t", "c"): conv_start}, {"t": analysis})
+    assert np.isnan(far["acoustic_v2v_ms"].iloc[0]) and far["ac_nearest_onset_ms"].iloc[0] == pytest.approx(-4000)
+    [line] = disagreements(pd.concat([late, far], axis=1))
+    assert "no bot onset" in line and "-4,000 ms" in line
 
 
 def test_trace_reads_back_as_turns_with_v2v_equal_to_the_gap(tmp_path):

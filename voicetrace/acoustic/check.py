@@ -25,7 +25,8 @@ TOLERANCE_MS = float(FRAME_MS)
 """Event and acoustic V2V must agree within one 10 ms frame (DESIGN.md); more is reported."""
 MATCH_MS = 1000.0
 """An event turn's bot start and the acoustic agent onset further apart than this are not the same reply."""
-CHECK_COLUMNS = ["acoustic_v2v_ms", "v2v_delta_ms", "ac_user_end_delta_ms", "ac_bot_start_delta_ms"]
+CHECK_COLUMNS = ["acoustic_v2v_ms", "v2v_delta_ms", "ac_user_end_delta_ms", "ac_bot_start_delta_ms", "ac_nearest_onset_ms"]
+"""``ac_nearest_onset_ms``: the acoustic agent onset nearest the event bot start − that start, matched or not."""
 
 
 @dataclass
@@ -56,6 +57,7 @@ def compare_turns(turns: pd.DataFrame, conv_start_ns: dict, analyses: dict[str, 
             continue
         nearest = (ac["agent_start_ms"] - bot_ms).abs().idxmin()
         hit = ac.loc[nearest]
+        out.at[idx, "ac_nearest_onset_ms"] = float(hit["agent_start_ms"] - bot_ms)
         if abs(hit["agent_start_ms"] - bot_ms) > match_ms:
             continue
         out.at[idx, "acoustic_v2v_ms"] = float(hit["response_gap_ms"])
@@ -70,6 +72,11 @@ def disagreements(turns: pd.DataFrame, tolerance_ms: float = TOLERANCE_MS) -> li
     lines = []
     if "v2v_delta_ms" not in turns:
         return lines
+    lost = turns[turns["acoustic_v2v_ms"].isna() & turns["v2v_ms"].notna() & turns["ac_nearest_onset_ms"].notna()]
+    for row in lost.itertuples():
+        lines.append(
+            f"{row.conversation} turn {row.turn}: no bot onset in the recording within {MATCH_MS:,.0f} ms of the "
+            f"bot.speech start (nearest {row.ac_nearest_onset_ms:+,.0f} ms away): the span timeline and call.wav disagree")
     for row in turns[turns["v2v_delta_ms"].abs() > tolerance_ms].itertuples():
         user, bot = row.ac_user_end_delta_ms, row.ac_bot_start_delta_ms
         lines.append(

@@ -101,7 +101,7 @@ def _cell(col: str, value) -> str:
 
 def _table_columns(turns) -> list:
     """The turn table's columns; acoustic V2V and acoustic − event right after V2V when the run's call.wav was analysed."""
-    if "acoustic_v2v_ms" not in turns or not turns["acoustic_v2v_ms"].notna().any():
+    if "acoustic_v2v_ms" not in turns:
         return _TABLE_COLUMNS
     at = [c for c, _ in _TABLE_COLUMNS].index("v2v_ms") + 1
     return _TABLE_COLUMNS[:at] + [("acoustic_v2v_ms", "ac V2V"), ("v2v_delta_ms", "Δ ac")] + _TABLE_COLUMNS[at:]

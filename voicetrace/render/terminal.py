@@ -70,7 +70,7 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, su
     if turns.empty:
         console.print("no turns in the trace")
         return
-    acoustic = "acoustic_v2v_ms" in turns and bool(turns["acoustic_v2v_ms"].notna().any())
+    acoustic = "acoustic_v2v_ms" in turns  # the run's call.wav was analysed: shown even where no turn matched
     for call, rows in turns.groupby("conversation", sort=False):
         title = f"{call}: per turn, ms (⚡ = caller barged in)"
         if acoustic:
