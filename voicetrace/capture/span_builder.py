@@ -17,7 +17,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from voicetrace import semconv as sc
-from voicetrace.capture.content import ContentPolicy
+from voicetrace.capture.content import ContentPolicy, redact
 from voicetrace.capture.llm_stream import LLMCall
 from voicetrace.capture.turn_record import ToolRun, TurnRecord
 
@@ -195,6 +195,8 @@ class SpanBuilder:
             events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: c} if c > 1 else _NO_ATTRIBUTES)
                           for t, c in zip(tokens, call.token_counts))
         error = call.error
+        if error is None and "llm" in rec.errors:
+            error = self._error_text(rec.errors["llm"])
         if error is None and not tokens and not call.tool_calls and not rec.interrupted:
             error = "no content tokens received"
         if call.span is None:
@@ -248,7 +250,19 @@ class SpanBuilder:
             error=run.error,
         )
 
+    def _error_text(self, error: tuple[int, str, str]) -> str:
+        """A stage's error for its span status; the message may quote the call, so --redact applies."""
+        _, kind, message = error
+        if self._content.redact:
+            message = redact(message)
+        return f"{kind}: {message}" if message else kind
+
     def _tts(self, rec: TurnRecord, ctx: Context) -> None:
+        error = rec.errors.get("tts")
+        if rec.tts_start_ns is None and error is not None:
+            # TTS failed before it produced anything: a zero-length span at the failure, with the error.
+            self._span(sc.SPAN_TTS, ctx, error[0], error[0], {sc.ATTR_ERROR_TYPE: error[1]}, (), self._error_text(error))
+            return
         if rec.tts_start_ns is None:
             return
         end = rec.tts_last_audio_ns or rec.tts_stopped_ns or rec.tts_start_ns
@@ -257,7 +271,10 @@ class SpanBuilder:
         if rec.tts_first_audio_ns is not None:
             attrs[sc.ATTR_TTS_TTFB_MS] = _ms(rec.tts_first_audio_ns - rec.tts_start_ns)
             events.append((sc.EVENT_TTS_FIRST_AUDIO, rec.tts_first_audio_ns, {}))
-        self._span(sc.SPAN_TTS, ctx, rec.tts_start_ns, end, attrs, events)
+        if error is not None:
+            attrs[sc.ATTR_ERROR_TYPE] = error[1]
+        self._span(sc.SPAN_TTS, ctx, rec.tts_start_ns, end, attrs, events,
+                   self._error_text(error) if error is not None else None)
 
     def _bot_speech(self, rec: TurnRecord, calls: list[LLMCall], ctx: Context) -> None:
         if rec.bot_start_ns is None:

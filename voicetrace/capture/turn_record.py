@@ -67,6 +67,8 @@ class TurnRecord:
     bot_speaking: bool = False
     interrupted: bool = False
     interrupted_by_onset_ns: int | None = None
+    # Errors pipecat reported (ErrorFrame) per stage (asr, llm, tts, other): (ns, type, message).
+    errors: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
     @property
     def committed(self) -> bool:
