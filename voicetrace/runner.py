@@ -392,6 +392,8 @@ async def _run_pipeline(call, config, observer, recorder, progress: ProgressFn |
     )
     output_transport = PacedOutputTransport(timeline, recorder)
     reference = build_processors(config, input_transport, output_transport, tool_sink=observer)
+    if observer is not None and hasattr(reference.vad, "pop_position_s"):
+        observer.use_vad_positions(reference.vad)
     if observer is not None:
         instrument_openai_llm(reference.llm, observer, llama_cpp_timings=config.extra.get("llm_server") == EMBEDDED_LLM,
                               stall_timeout_s=config.extra.get("llm_stall_timeout_s"))

@@ -184,10 +184,6 @@ def test_streaming_asr_publishes_interims_and_finalizes_the_tail(run):
         assert attrs[sc.ATTR_ASR_FINALIZE_MS] > 0
 
 
-@pytest.mark.xfail(reason="since the warm-up (83a27ac) the observer opens the conversation span at pipecat's StartFrame, "
-                   "before the warm-up, and ignores call time zero: span offsets run seconds behind call.wav, "
-                   "so the acoustic check finds no bot onset near the span's (it warns; V2V itself is unaffected)",
-                   strict=False)
 def test_acoustic_v2v_beside_event_v2v(run, tmp_path):
     """call.wav analysed with the energy VAD: every turn that reached the bot has both V2Vs, side by side."""
     assert "ac V2V" in run["stdout"] and "Δ ac" in run["stdout"]  # the table `run` prints

@@ -176,3 +176,73 @@ def test_capture_follows_the_standard_env_variable(monkeypatch):
     monkeypatch.setenv(CAPTURE_ENV, "false")
     assert ContentPolicy.from_flags(None).capture is False
     assert ContentPolicy.from_flags(True).capture is True
+
+
+@pytest.mark.asyncio
+async def test_each_vad_change_counts_once_though_pipecat_announces_it_twice():
+    h = Harness()
+    await h.push(0, StartFrame())
+    await h.push(1200, VADUserStartedSpeakingFrame(start_secs=0.2))  # pushed upstream at once
+    await h.push(1205, VADUserStartedSpeakingFrame(start_secs=0.2))  # the queued downstream copy
+    await h.push(3200, VADUserStoppedSpeakingFrame(stop_secs=0.2))
+    await h.push(3300, VADUserStoppedSpeakingFrame(stop_secs=0.2))  # late copy: must not move the end
+    await h.push(3400, UserStoppedSpeakingFrame())
+    await h.push(9000, EndFrame())
+    speech = h.one(sc.SPAN_USER_SPEECH)
+    assert (ms(speech.start_time), ms(speech.end_time)) == (1000, 3000)
+    assert speech.attributes[sc.ATTR_VAD_SEGMENTS] == 1
+
+
+class FakePositions:
+    """Audio positions (s) of VAD changes, as AudioPositionMixin queues them."""
+
+    def __init__(self, starts, stops):
+        self.starts, self.stops = list(starts), list(stops)
+
+    def pop_position_s(self, speaking):
+        queue = self.starts if speaking else self.stops
+        return queue.pop(0) if queue else None
+
+
+@pytest.mark.asyncio
+async def test_speech_edges_come_from_the_audio_position_when_the_pipeline_lags():
+    h = Harness()
+    h.observer.use_vad_positions(FakePositions(starts=[1.2], stops=[3.0]))
+    await h.push(0, StartFrame())
+    h.observer.start_conversation(500 * MS)  # call time zero: first frame fed, after warm-up
+    # The pipeline runs 700 ms behind the audio: frames say 2400 / 4200, the audio says 1.2 s / 3.0 s.
+    await h.push(2400, VADUserStartedSpeakingFrame(start_secs=0.2))
+    await h.push(4200, VADUserStoppedSpeakingFrame(stop_secs=0.2))
+    await h.push(4400, UserStoppedSpeakingFrame())
+    await h.push(9000, EndFrame())
+    conversation, speech = h.one(sc.SPAN_CONVERSATION), h.one(sc.SPAN_USER_SPEECH)
+    assert ms(conversation.start_time) == 500
+    assert (ms(speech.start_time), ms(speech.end_time)) == (500 + 1000, 500 + 2800)
+
+
+def test_audio_position_mixin_mirrors_pipecat_announcements():
+    import asyncio
+
+    import numpy as np
+
+    from voicetrace.pipelines.reference import PipelineConfig, build_vad
+
+    vad = build_vad(PipelineConfig(llm_base_url="", llm_model="", asr_model_path=""))
+    vad.set_sample_rate(16000)
+    rng = np.random.default_rng(3)
+    silence = np.zeros(320, np.int16).tobytes()
+    t = np.arange(320) / 16000
+    # A voiced-ish signal: harmonics of 150 Hz with noise, loud enough for WebRTC VAD.
+    voiced = lambda k: (8000 * np.sin(2 * np.pi * 150 * (t + k * 0.02)) + 3000 * np.sin(2 * np.pi * 450 * (t + k * 0.02))
+                        + rng.normal(0, 300, 320)).astype(np.int16).tobytes()
+    frames = [silence] * 50 + [voiced(k) for k in range(100)] + [silence] * 50  # speech 1.0 s → 3.0 s
+    loop = asyncio.new_event_loop()
+    try:
+        for frame in frames:
+            loop.run_until_complete(vad.analyze_audio(frame))
+    finally:
+        loop.close()
+    start, stop = vad.pop_position_s(True), vad.pop_position_s(False)
+    assert 1.2 <= start <= 1.35  # declared start_secs (+ pipecat's volume smoothing) after the onset
+    assert stop == pytest.approx(3.0 + 0.2, abs=0.06)   # declared stop_secs after the end
+    assert vad.pop_position_s(True) is None

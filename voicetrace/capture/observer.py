@@ -67,11 +67,18 @@ class VoiceTraceObserver(BaseObserver):
         conversation_attributes: Mapping[str, Any] | None = None,
         stage_attributes: Mapping[str, Mapping[str, Any]] | None = None,
         frame_time_ns: Callable[[FramePushed], int] | None = None,
+        vad_positions=None,
     ) -> None:
         super().__init__(observe_every_push=False)
         self._tracer = tracer_provider.get_tracer("voicetrace", __version__)
         self._clock = clock or RunClock()
         self._frame_time_ns = frame_time_ns
+        # A VAD with voicetrace.pipelines.vad_position.AudioPositionMixin: speech onset and end
+        # from the audio position, so a pipeline running behind the audio does not move them.
+        self._vad_positions = vad_positions
+        self._call_start_mono_ns: int | None = None
+        self._vad_speaking = False
+        self._pipeline_start_ns: int | None = None
         self.content = ContentPolicy.from_flags(capture_content, redact)
         self._builder = SpanBuilder(self._tracer, self._clock.to_wall_ns, self.content, stage_attributes)
         self._conversation_id = conversation_id
@@ -91,6 +98,7 @@ class VoiceTraceObserver(BaseObserver):
         """Call time zero: the moment the first frame of the recording is fed."""
         if self._conversation is not None:
             return
+        self._call_start_mono_ns = mono_ns
         attrs = {sc.ATTR_CONVERSATION_ID: self._conversation_id, **self._conversation_attributes}
         self._conversation = self._tracer.start_span(
             sc.SPAN_CONVERSATION,
@@ -101,6 +109,8 @@ class VoiceTraceObserver(BaseObserver):
 
     def finish(self, mono_ns: int | None = None) -> None:
         """Close open turns and the conversation (idempotent)."""
+        if self._conversation is None and self._pipeline_start_ns is not None:
+            self.start_conversation(self._pipeline_start_ns)  # a call without turns still has its span
         for rec in list(self._open):
             self._close_turn(rec)
         if self._conversation_ctx is not None:
@@ -158,11 +168,21 @@ class VoiceTraceObserver(BaseObserver):
 
     def _dispatch(self, frame, t: int) -> None:
         if isinstance(frame, StartFrame):
-            self.start_conversation(t)
-        elif isinstance(frame, VADUserStartedSpeakingFrame):
-            self._handle_vad_started(frame, t)
-        elif isinstance(frame, VADUserStoppedSpeakingFrame):
-            self._handle_vad_stopped(frame, t)
+            # Not yet call time zero: a replay starts its call when the first frame is fed
+            # (after warm-up); a live pipeline's call starts here unless someone says otherwise.
+            self._pipeline_start_ns = t
+        elif isinstance(frame, (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame)):
+            # pipecat's user aggregator announces each VAD change twice (pushed upstream at once,
+            # queued downstream for later) and without sibling ids: starts and stops alternate,
+            # so a repeat of the last kind is the second copy of the same change.
+            speaking = isinstance(frame, VADUserStartedSpeakingFrame)
+            if speaking == self._vad_speaking:
+                return
+            self._vad_speaking = speaking
+            if speaking:
+                self._handle_vad_started(frame, t)
+            else:
+                self._handle_vad_stopped(frame, t)
         elif isinstance(frame, MetricsFrame):
             self._handle_metrics(frame, t)
         elif isinstance(frame, UserStoppedSpeakingFrame):
@@ -212,6 +232,8 @@ class VoiceTraceObserver(BaseObserver):
         return None
 
     def _handle_vad_started(self, frame: VADUserStartedSpeakingFrame, t: int) -> None:
+        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
+        onset = self._audio_time_ns(speaking=True, fallback_ns=t) - int(frame.start_secs * _SECONDS_NS)
         rec = self._listening()
         if rec is not None:
             # The caller resumed before the turn was committed: same turn, earlier
@@ -220,14 +242,12 @@ class VoiceTraceObserver(BaseObserver):
             rec.decided_ns = None
             rec.turn_is_complete = None
             return
-        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
-        onset = t - int(frame.start_secs * _SECONDS_NS)
         responding = self._responding()
         if responding is not None and not responding.reply_finished:
             responding.interrupted = True
             responding.interrupted_by_onset_ns = onset
         if not self.conversation_started:
-            self.start_conversation(t)
+            self.start_conversation(self._pipeline_start_ns if self._pipeline_start_ns is not None else t)
         rec = TurnRecord(number=len(self._turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs)
         # Started now (with its true start time) so an LLM request can name it as parent.
         rec.span = self._builder.start_turn_span(rec, self._conversation_ctx)
@@ -238,12 +258,27 @@ class VoiceTraceObserver(BaseObserver):
     def conversation_started(self) -> bool:
         return self._conversation is not None
 
+    def use_vad_positions(self, vad) -> None:
+        """Take speech onsets and ends from a VAD with AudioPositionMixin (see vad_position.py)."""
+        self._vad_positions = vad
+
+    def _audio_time_ns(self, speaking: bool, fallback_ns: int) -> int:
+        """When, on the call's timeline, the VAD's change happened in the audio (else when seen)."""
+        if self._vad_positions is None or self._call_start_mono_ns is None:
+            return fallback_ns
+        position_s = self._vad_positions.pop_position_s(speaking)
+        if position_s is None:
+            return fallback_ns
+        return self._call_start_mono_ns + int(position_s * _SECONDS_NS)
+
     def _handle_vad_stopped(self, frame: VADUserStoppedSpeakingFrame, t: int) -> None:
         rec = self._listening()
         if rec is None:
+            if self._vad_positions is not None:
+                self._vad_positions.pop_position_s(speaking=False)  # keep starts and stops paired
             return
         # The VAD declares the stop after stop_secs of silence: the last voiced audio ended then.
-        rec.speech_end_ns = t - int(frame.stop_secs * _SECONDS_NS)
+        rec.speech_end_ns = self._audio_time_ns(speaking=False, fallback_ns=t) - int(frame.stop_secs * _SECONDS_NS)
         rec.vad_stop_secs = frame.stop_secs
         rec.vad_stop_ns = t
         # A segmented ASR gets the segment at the VAD stop: its work for the turn starts here.

@@ -66,7 +66,12 @@ def build_vad(config: PipelineConfig):
     if config.vad == "silero":
         from pipecat.audio.vad.silero import SileroVADAnalyzer
 
-        return SileroVADAnalyzer(params=params)
+        from voicetrace.pipelines.vad_position import AudioPositionMixin
+
+        class PositionedSileroVADAnalyzer(AudioPositionMixin, SileroVADAnalyzer):
+            pass
+
+        return PositionedSileroVADAnalyzer(params=params)
     from voicetrace.pipelines.webrtc_vad import WebRTCVADAnalyzer
 
     return WebRTCVADAnalyzer(mode=config.vad_mode, params=params)
@@ -81,6 +86,7 @@ class ReferencePipeline:
     tts: object
     context: object
     turn_analyzer: object
+    vad: object
 
 
 TOOL_MODES = ("intent", "function", "both", "off")
@@ -125,12 +131,13 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
             ttfs_p99_latency=1.0,
         )
     turn_analyzer = LocalSmartTurnAnalyzerV3(cpu_count=1, params=SmartTurnParams(stop_secs=config.turn_stop_secs))
+    vad = build_vad(config)
     function_tools = config.tools in ("function", "both")
     context = LLMContext(tools=tools_schema()) if function_tools else LLMContext()
     aggregators = LLMContextAggregatorPair(
         context,
         user_params=LLMUserAggregatorParams(
-            vad_analyzer=build_vad(config),
+            vad_analyzer=vad,
             user_turn_strategies=UserTurnStrategies(
                 stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn_analyzer)]
             ),
@@ -161,4 +168,5 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
         if function_tools:
             register_function_tools(llm, tools, {"sink": tool_sink})
     processors += [llm, tts, output_transport, aggregators.assistant()]
-    return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts, context=context, turn_analyzer=turn_analyzer)
+    return ReferencePipeline(processors=processors, llm=llm, stt=stt, tts=tts, context=context,
+                             turn_analyzer=turn_analyzer, vad=vad)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import webrtcvad
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
 
+from voicetrace.pipelines.vad_position import AudioPositionMixin
+
 _FRAME_MS = 20  # webrtcvad takes 10, 20 or 30 ms frames
 
 
-class WebRTCVADAnalyzer(VADAnalyzer):
+class WebRTCVADAnalyzer(AudioPositionMixin, VADAnalyzer):
     def __init__(self, *, mode: int = 2, params: VADParams | None = None) -> None:
         super().__init__(params=params)
         self.mode = mode
