@@ -244,5 +244,5 @@ def test_audio_position_mixin_mirrors_pipecat_announcements():
         loop.close()
     start, stop = vad.pop_position_s(True), vad.pop_position_s(False)
     assert 1.2 <= start <= 1.35  # declared start_secs (+ pipecat's volume smoothing) after the onset
-    assert stop == pytest.approx(3.0 + 0.2, abs=0.06)   # declared stop_secs after the end
+    assert 3.2 <= stop <= 3.4  # declared stop_secs (+ WebRTC VAD's own hangover) after the end
     assert vad.pop_position_s(True) is None
