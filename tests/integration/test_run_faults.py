@@ -208,6 +208,18 @@ def _pids_listening_on(port: int) -> list[int]:
     return pids
 
 
+def _listening_addresses(port: int) -> list[str]:
+    """Local addresses (hex, as the kernel writes them) with a listening TCP socket on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.append(address)
+    return found
+
+
 def test_embedded_llama_server_dying_mid_call_is_detected_said_and_cleaned_up(tmp_path):
     call = make_call(tmp_path / "two_turns.wav", [("claim_status", 0), ("claim_status", 2)], gap_s=6.0)
     proc = subprocess.Popen(
@@ -221,6 +233,7 @@ def test_embedded_llama_server_dying_mid_call_is_detected_said_and_cleaned_up(tm
         port = urlparse(json.loads((run_dir / "run.json").read_text())["pipeline"]["llm_base_url"]).port
         pids = _pids_listening_on(port)
         assert len(pids) == 1
+        assert _listening_addresses(port) == ["0100007F"]  # the real llama-server: 127.0.0.1 only
         os.kill(pids[0], signal.SIGKILL)
         _, stderr = proc.communicate(timeout=60)
     finally:
