@@ -61,7 +61,7 @@ def turn(number: int, tokens: int) -> TurnRecord:
     for i in range(tokens):
         call.add_content(t0 + 2600 * MS + i * 10_000, " w")
     call.server_timings = {"prompt_n": 10, "cache_n": 50, "prompt_ms": 50.0, "predicted_n": tokens, "predicted_ms": 5.0}
-    rec.frame_llm = call
+    rec.frame_llms = [call]
     return rec
 
 

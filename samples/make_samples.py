@@ -43,7 +43,7 @@ CALLS: dict[str, list[tuple[str, list[str], float]]] = {
     ],
     # The caller cuts in while the bot is answering the first question (a barge-in).
     "barge_in": [
-        ("Hi, can you tell me what my home policy covers?", ["policy"], 4.5),
+        ("Hi, can you tell me what my home policy covers?", ["policy"], 6.0),
         ("Sorry, actually I only need my deductible.", ["deductible"], 10.0),
         ("Thanks, bye.", ["thanks"], TAIL_S),
     ],

@@ -48,6 +48,7 @@ def run(
     asr_model: Optional[str] = typer.Option(None, "--asr-model", help="tiny.en (English, default) or base (multilingual; default when --language is not en)."),
     language: str = typer.Option("en", "--language", help="Language the caller speaks (Whisper code: en, hi, es, ...)."),
     tools_db: Optional[Path] = typer.Option(None, "--tools-db", help="SQLite database of policies and claims the tools use (default: ~/.cache/voicetrace/claims.sqlite, created on first run)."),
+    settings: Optional[List[str]] = typer.Option(None, "--set", help="Tune a pipeline setting, KEY=VALUE (repeatable): e.g. turn_stop_secs=1.0, vad_stop_secs=0.2, tts_first_clause=true, llm_threads=2, asr_window_s=8, warmup=false. run.json lists them all."),
     tools: str = typer.Option("intent", "--tools", help="How the agent's tools run in turns: intent (rules on the transcript; the embedded SmolLM2 cannot call tools), function (the model calls them), both, off."),
     capture_content: bool = typer.Option(False, "--capture-content", help="Record transcripts, LLM text and tool arguments on spans (off by default: calls carry personal data; OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true also turns it on)."),
     redact: bool = typer.Option(False, "--redact", help="With content capture, mask digit runs and e-mail addresses in every text attribute."),
@@ -75,7 +76,7 @@ def run(
     options = RunOptions(
         call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
         capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools, tools_db=tools_db, run_id=run_id,
-        asr_mode=asr, asr_model=asr_model, language=language,
+        asr_mode=asr, asr_model=asr_model, language=language, overrides=_parse_settings(settings or []),
     )
     from voicetrace.export import OtlpConfigError, export_summary, quiet_exporter_logs, resolve_otlp_target
 
@@ -109,6 +110,33 @@ def run(
         line, complete = export_summary(options.otlp, result.otlp)
         (console if complete else err_console).print(line, highlight=False, soft_wrap=True)
     _report_file(result.trace_path)
+
+
+def _parse_settings(items: List[str]) -> dict:
+    """--set KEY=VALUE pairs → PipelineConfig overrides (numbers and true/false parsed)."""
+    from dataclasses import fields
+
+    from voicetrace.pipelines.reference import PipelineConfig
+
+    known = {f.name: f for f in fields(PipelineConfig)} | {"llm_threads": None}
+    out: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in known:
+            raise _fail(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(known))}", EXIT_USAGE)
+        lowered = raw.strip().lower()
+        if lowered in ("true", "false"):
+            out[key] = lowered == "true"
+            continue
+        for cast in (int, float):
+            try:
+                out[key] = cast(raw)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = None if lowered in ("none", "null") else raw
+    return out
 
 
 class _RunProgress:

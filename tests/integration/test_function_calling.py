@@ -38,7 +38,8 @@ def run(tmp_path_factory):
              "--tools-db", str(out / "claims.sqlite"), "--capture-content"],
             capture_output=True, text=True, timeout=300, env=dict(os.environ, COLUMNS="140"),
         )
-        requests = list(server.requests)
+        # The warm-up request (before call time zero) is not part of any turn.
+        requests = [r for r in server.requests if "X-Voicetrace-Warmup" not in r.headers]
     assert result.returncode == 0, result.stderr[-3000:]
     return {"tables": read_trace_files([out / "fc" / "trace.jsonl"]), "requests": requests, "db": out / "claims.sqlite"}
 

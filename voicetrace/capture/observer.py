@@ -334,19 +334,20 @@ class VoiceTraceObserver(BaseObserver):
     # LLMFullResponseStart is pushed just before the request, each LLMTextFrame per chunk.
     def _handle_llm_start(self, t: int) -> None:
         rec = self._responding()
-        if rec is not None and rec.frame_llm is None:
-            rec.frame_llm = LLMCall(request_ns=t)
+        if rec is not None:
+            # Each response is its own call (a tool's follow-up, or pipecat running the LLM again).
+            rec.frame_llms.append(LLMCall(request_ns=t))
 
     def _handle_llm_text(self, frame: LLMTextFrame, t: int) -> None:
         rec = self._responding()
-        if rec is None or rec.frame_llm is None or not frame.text:
+        if rec is None or not rec.frame_llms or not frame.text:
             return
-        rec.frame_llm.add_content(t, frame.text)
+        rec.frame_llms[-1].add_content(t, frame.text)
 
     def _handle_llm_end(self, t: int) -> None:
         rec = self._responding()
-        if rec is not None and rec.frame_llm is not None:
-            rec.llm_end_ns = rec.frame_llm.end_ns = t
+        if rec is not None and rec.frame_llms:
+            rec.llm_end_ns = rec.frame_llms[-1].end_ns = t
             self._maybe_close(rec)
 
     # --- hooks for instrumented services (called in the pipeline's own tasks) ------------

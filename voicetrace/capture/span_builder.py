@@ -110,8 +110,8 @@ class SpanBuilder:
         self._user_speech(rec, ctx)
         self._endpointing(rec, ctx)
         self._asr(rec, ctx)
-        for call in calls:
-            self._llm(call, rec, ctx)
+        for i, call in enumerate(calls):
+            self._llm(call, rec, ctx, superseded=i < len(calls) - 1)
         for run in rec.tools:
             self.emit_tool(run, ctx)
         self._tts(rec, ctx)
@@ -168,7 +168,7 @@ class SpanBuilder:
             events,
         )
 
-    def _llm(self, call: LLMCall, rec: TurnRecord, ctx: Context) -> None:
+    def _llm(self, call: LLMCall, rec: TurnRecord, ctx: Context, superseded: bool = False) -> None:
         tokens = call.token_times_ns
         end = call.end_ns if call.end_ns is not None else (tokens[-1] if tokens else call.request_ns)
         output_tokens = call.output_tokens if call.output_tokens is not None else sum(call.token_counts)
@@ -198,7 +198,9 @@ class SpanBuilder:
         if error is None and "llm" in rec.errors:
             error = self._error_text(rec.errors["llm"])
         if error is None and not tokens and not call.tool_calls and not rec.interrupted:
-            error = "no content tokens received"
+            # A later call in the same turn replaced this one (pipecat re-ran the LLM with more of
+            # the caller's words): cancelled, not a server that sent nothing.
+            error = "cancelled before the first token" if superseded else "no content tokens received"
         if call.span is None:
             call.span = self._tracer.start_span(
                 sc.SPAN_LLM, context=ctx, start_time=self._wall(call.request_ns),

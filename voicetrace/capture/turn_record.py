@@ -48,7 +48,7 @@ class TurnRecord:
     """From a streaming ASR's final result: audio_s, tail_s, finalize_ms, confirmed_words."""
     # LLM: calls timed at the client when the service is instrumented, else seen from frames.
     llm_calls: list[LLMCall] = field(default_factory=list)
-    frame_llm: LLMCall | None = None
+    frame_llms: list[LLMCall] = field(default_factory=list)
     llm_end_ns: int | None = None
     # Tools
     tools: list[ToolRun] = field(default_factory=list)
@@ -95,4 +95,4 @@ class TurnRecord:
         """Client-timed calls when the service was instrumented; else the one seen from frames."""
         if self.llm_calls:
             return self.llm_calls
-        return [self.frame_llm] if self.frame_llm is not None else []
+        return self.frame_llms

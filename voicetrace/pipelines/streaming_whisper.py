@@ -85,6 +85,7 @@ class StreamingWhisperSTTService(STTService):
         cpu_threads: int = 0,
         interim_interval_s: float = 0.8,
         pre_roll_s: float = 0.3,
+        chunk_length_s: int | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -93,6 +94,9 @@ class StreamingWhisperSTTService(STTService):
         self._compute_type = compute_type
         self._cpu_threads = cpu_threads
         self._interim_interval = int(interim_interval_s * RATE)
+        # Whisper pads every pass to a 30 s window; a shorter window (when the audio fits) makes
+        # the encoder's fixed cost proportionally smaller. None keeps Whisper's own 30 s.
+        self._chunk_length_s = chunk_length_s
         self._pre_roll = int(pre_roll_s * RATE)
         self._model = None
         self._recent = np.zeros(0, dtype=np.int16)  # pre-roll ring
@@ -139,12 +143,18 @@ class StreamingWhisperSTTService(STTService):
         task.add_done_callback(self._final_tasks.discard)
 
     # --- transcription ------------------------------------------------------------------
+    def _window_s(self, samples: int) -> int | None:
+        if self._chunk_length_s is None:
+            return None
+        return min(30, max(self._chunk_length_s, int(np.ceil(samples / RATE)) + 1))
+
     def _transcribe(self, audio: np.ndarray, offset_s: float, prompt: str | None) -> list[Word]:
         floats = audio.astype(np.float32) / 32768.0
         segments, _ = self._model.transcribe(
             floats, language=self._language, beam_size=1, best_of=1, temperature=0.0,
             condition_on_previous_text=False, word_timestamps=True, vad_filter=False,
             initial_prompt=prompt or None, without_timestamps=False,
+            chunk_length=self._window_s(len(audio)),
         )
         words = []
         for segment in segments:

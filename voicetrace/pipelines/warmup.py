@@ -14,6 +14,9 @@ import httpx
 import numpy as np
 
 
+WARMUP_HEADER = "X-Voicetrace-Warmup"
+
+
 def _ms_since(start_ns: int) -> float:
     return round((time.monotonic_ns() - start_ns) / 1e6, 1)
 
@@ -22,7 +25,8 @@ async def _llm(base_url: str, model: str, messages: list[dict]) -> None:
     # The same prefix the first turn will send (system prompt, caller's policy): llama.cpp's
     # prompt cache then serves it instead of prefilling it inside the caller's wait.
     async with httpx.AsyncClient(timeout=60) as client:
-        await client.post(f"{base_url}/chat/completions", json={
+        # Marked, so a server's logs (and our tests) can tell it from the call's own requests.
+        await client.post(f"{base_url}/chat/completions", headers={WARMUP_HEADER: "1"}, json={
             "model": model, "messages": messages + [{"role": "user", "content": "Hello."}],
             "max_tokens": 1, "temperature": 0, "stream": False,
         })
