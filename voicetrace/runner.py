@@ -15,6 +15,7 @@ import secrets
 import signal
 import sys
 import time
+import warnings
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -458,6 +459,8 @@ def _pipecat_logs_to(path: Path):
     from loguru import logger
 
     logger.remove()
+    # pipecat's own deprecation notices are for pipecat's users, not for voicetrace's.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"pipecat\..*")
     file_sink = logger.add(path, level="DEBUG", enqueue=False)
     err_sink = logger.add(sys.stderr, level="ERROR", format="{level}: {message}")
     try:

@@ -28,9 +28,9 @@ class PipelineConfig:
     asr_compute_type: str = "int8"
     asr_mode: str = "streaming"
     """``streaming`` (interim results, only the unconfirmed tail at the end) or ``segmented``."""
-    asr_window_s: int | None = None
-    """Whisper's encoder window in seconds (None: its standard 30 s; smaller is faster when the
-    utterance fits, see BENCHMARKS.md)."""
+    asr_window_s: float | None = 3.0
+    """Streaming ASR's final pass: encoder window of at least this many seconds, just covering the
+    tail (None: Whisper's standard 30 s window). See BENCHMARKS.md."""
     asr_threads: int = 2
     """CTranslate2 threads for Whisper (0 = its default, which oversubscribes 2 cores)."""
     tts_voice_dir: str = ""
@@ -40,7 +40,9 @@ class PipelineConfig:
     vad_start_secs: float = 0.2
     vad_stop_secs: float = 0.2
     turn_model: str = "smart-turn-v3"
-    turn_stop_secs: float = 3.0
+    turn_stop_secs: float = 1.0
+    """Smart-turn's silence fallback when it judges the caller unfinished (pipecat's default: 3.0;
+    1.0 measured better, see BENCHMARKS.md)."""
     llm_max_tokens: int = 40
     llm_temperature: float = 0.0
     llm_seed: int = 7
@@ -54,7 +56,7 @@ class PipelineConfig:
     """Warm LLM (prompt cache), ASR, TTS and turn model before call time zero."""
     llm_threads: int = 2
     """llama-server threads (embedded default)."""
-    tts_first_clause: bool = False
+    tts_first_clause: bool = True
     """Hand TTS the reply's first clause (at , ; :) instead of its whole first sentence."""
     extra: dict = field(default_factory=dict)
 
@@ -124,7 +126,7 @@ def build_processors(config: PipelineConfig, input_transport, output_transport, 
     if config.asr_mode == "streaming":
         stt = StreamingWhisperSTTService(
             model_path=config.asr_model_path, language=config.asr_language, compute_type=config.asr_compute_type,
-            cpu_threads=config.asr_threads, chunk_length_s=config.asr_window_s, ttfs_p99_latency=1.0,
+            cpu_threads=config.asr_threads, short_window_s=config.asr_window_s, ttfs_p99_latency=1.0,
         )
     else:
         stt = WhisperSTTService(

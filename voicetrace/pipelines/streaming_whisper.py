@@ -47,6 +47,15 @@ class Word:
         return re.sub(r"[^\w']", "", self.text.lower())
 
 
+def _drop_overlap(confirmed: str, tail: str) -> str:
+    """The tail is re-heard from a little before the confirmed edge: drop a repeated last word."""
+    if not confirmed or not tail:
+        return tail
+    last = re.sub(r"[^\w']", "", confirmed.split()[-1].lower())
+    first, _, rest = tail.partition(" ")
+    return rest if re.sub(r"[^\w']", "", first.lower()) == last else tail
+
+
 class _Utterance:
     """One stretch of speech between a VAD start and stop; tasks keep their own."""
 
@@ -85,18 +94,23 @@ class StreamingWhisperSTTService(STTService):
         cpu_threads: int = 0,
         interim_interval_s: float = 0.8,
         pre_roll_s: float = 0.3,
-        chunk_length_s: int | None = None,
+        short_window_s: float | None = None,
         **kwargs,
     ) -> None:
+        from pipecat.services.settings import STTSettings
+
+        kwargs.setdefault("settings", STTSettings(model=model_path, language=Language(language)))
         super().__init__(**kwargs)
         self._model_path = model_path
         self._language = language
         self._compute_type = compute_type
         self._cpu_threads = cpu_threads
         self._interim_interval = int(interim_interval_s * RATE)
-        # Whisper pads every pass to a 30 s window; a shorter window (when the audio fits) makes
-        # the encoder's fixed cost proportionally smaller. None keeps Whisper's own 30 s.
-        self._chunk_length_s = chunk_length_s
+        # Whisper pads every pass to a 30 s window, so its encoder costs the same for 1 s of speech
+        # as for 30. With short_window_s set, the final pass encodes only the tail plus a margin
+        # (at least this many seconds): CTranslate2 takes the shorter input (whisper.cpp's
+        # "audio_ctx" idea). None keeps Whisper's standard window. See BENCHMARKS.md.
+        self._short_window_s = short_window_s
         self._pre_roll = int(pre_roll_s * RATE)
         self._model = None
         self._recent = np.zeros(0, dtype=np.int16)  # pre-roll ring
@@ -143,24 +157,35 @@ class StreamingWhisperSTTService(STTService):
         task.add_done_callback(self._final_tasks.discard)
 
     # --- transcription ------------------------------------------------------------------
-    def _window_s(self, samples: int) -> int | None:
-        if self._chunk_length_s is None:
-            return None
-        return min(30, max(self._chunk_length_s, int(np.ceil(samples / RATE)) + 1))
-
     def _transcribe(self, audio: np.ndarray, offset_s: float, prompt: str | None) -> list[Word]:
         floats = audio.astype(np.float32) / 32768.0
         segments, _ = self._model.transcribe(
             floats, language=self._language, beam_size=1, best_of=1, temperature=0.0,
             condition_on_previous_text=False, word_timestamps=True, vad_filter=False,
             initial_prompt=prompt or None, without_timestamps=False,
-            chunk_length=self._window_s(len(audio)),
         )
         words = []
         for segment in segments:
             for w in segment.words or ():
                 words.append(Word(w.start + offset_s, w.end + offset_s, w.word))
         return words
+
+    def _transcribe_short_window(self, audio: np.ndarray) -> str:
+        """Text of ``audio`` from an encoder window just long enough for it (no word times)."""
+        import ctranslate2
+        from faster_whisper.tokenizer import Tokenizer
+
+        model = self._model
+        features = model.feature_extractor(audio.astype(np.float32) / 32768.0)
+        frames = min(3000, max(int(self._short_window_s * 100), features.shape[1] + 100))
+        features = features[:, :frames]
+        if features.shape[1] < frames:
+            features = np.pad(features, ((0, 0), (0, frames - features.shape[1])))
+        encoded = model.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])))
+        tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=self._language)
+        prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+        result = model.model.generate(encoded, [prompt], beam_size=1, max_length=224, suppress_blank=True)
+        return tokenizer.decode(result[0].sequences_ids[0]).strip()
 
     async def _interim(self, u: _Utterance) -> None:
         try:
@@ -192,9 +217,13 @@ class StreamingWhisperSTTService(STTService):
             tail_s = len(tail) / RATE
             words: list[Word] = []
             rms = float(np.sqrt(np.mean((tail.astype(np.float32) / 32768.0) ** 2))) if len(tail) else 0.0
+            tail_text = None
             if tail_s >= _MIN_TAIL_S and rms > _SILENCE_RMS:
-                words = u.new_words(await asyncio.to_thread(self._transcribe, tail, offset, u.text()))
-            text = u.text(words)
+                if self._short_window_s:
+                    tail_text = _drop_overlap(u.text(), await asyncio.to_thread(self._transcribe_short_window, tail))
+                else:
+                    words = u.new_words(await asyncio.to_thread(self._transcribe, tail, offset, u.text()))
+            text = u.text(words) if tail_text is None else f"{u.text()} {tail_text}".strip()
             finalize_ms = (time.monotonic_ns() - stop_ns) / 1e6
             self.finalize_ms.append(finalize_ms)
             if text:

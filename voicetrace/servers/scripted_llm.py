@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -115,6 +116,11 @@ class ScriptedLLMServer:
         model = body.get("model", "scripted")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
+        # Each chunk leaves when written, as from a real streaming server: without TCP_NODELAY,
+        # Nagle holds a small chunk until the client's delayed ACK (~40 ms) and the stamps lie.
+        sock = request.transport.get_extra_info("socket") if request.transport else None
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # A role-only chunk first: it is not a token and must not stop the TTFT clock.
         await response.write(_chunk(model, {"role": "assistant", "content": ""}))
         deadline = received_ns + int(reply.ttft_ms * 1e6)
