@@ -43,6 +43,8 @@ def parse_value(text: str):
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
     for cast in (int, float):
         try:
             return cast(text)

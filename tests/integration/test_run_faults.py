@@ -29,7 +29,7 @@ from voicetrace.servers.faulty_llm import Fault, FaultyLLMServer
 from voicetrace.servers.scripted_llm import Reply, Script
 from voicetrace.traces.otlp_json import read_trace_files
 
-from tests.conftest import SAMPLES, VOICETRACE
+from tests.conftest import SAMPLES, VOICETRACE, wait_for
 
 pytestmark = pytest.mark.integration
 ANSWER = "Thanks. Your claim is approved and the payment goes out this week."
@@ -54,15 +54,6 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)  # polling a condition, not a synchronising sleep
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def by_turn(spans):

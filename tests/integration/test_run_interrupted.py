@@ -8,25 +8,15 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from urllib.parse import urlparse
 
 import pytest
 
 from voicetrace.traces.otlp_json import read_trace_files
 
-from tests.conftest import SAMPLES, VOICETRACE
+from tests.conftest import SAMPLES, VOICETRACE, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)  # polling a condition, not a synchronising sleep
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

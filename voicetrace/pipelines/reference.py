@@ -28,9 +28,10 @@ class PipelineConfig:
     asr_compute_type: str = "int8"
     asr_mode: str = "streaming"
     """``streaming`` (interim results, only the unconfirmed tail at the end) or ``segmented``."""
-    asr_window_s: float | None = 3.0
+    asr_window_s: float | None = None
     """Streaming ASR's final pass: encoder window of at least this many seconds, just covering the
-    tail (None: Whisper's standard 30 s window). See BENCHMARKS.md."""
+    tail (None: Whisper's standard 30 s window). Opt-in: a fast final transcript lets smart-turn's
+    early "complete" at a comma pause commit a one-word turn. See BENCHMARKS.md."""
     asr_threads: int = 2
     """CTranslate2 threads for Whisper (0 = its default, which oversubscribes 2 cores)."""
     tts_voice_dir: str = ""
