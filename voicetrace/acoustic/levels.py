@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from voicetrace.audio.source import probe_audio_file
+
 FRAME_MS = 10
 FRAMES_PER_S = 1000 // FRAME_MS
 SILENCE_DB = -120.0
@@ -50,17 +52,7 @@ class Levels:
 
 def recording_info(path: Path | str, min_channels: int = 1) -> RecordingInfo:
     path = Path(path)
-    if not path.exists():
-        raise RecordingError(f"{path}: no such file")
-    if path.is_dir():
-        raise RecordingError(f"{path}: is a directory, expected an audio file")
-    try:
-        info = sf.info(str(path))
-    except Exception as exc:  # libsndfile's message is one line already
-        reason = str(exc).split("\n")[0].split(": ", 1)[-1]
-        raise RecordingError(f"{path}: not a readable audio file (WAV, FLAC, OGG): {reason}") from None
-    if info.frames <= 0 or info.samplerate <= 0:
-        raise RecordingError(f"{path}: contains no audio")
+    info = probe_audio_file(path, RecordingError)
     if info.channels < min_channels:
         raise RecordingError(
             f"{path}: has {info.channels} channel(s); {min_channels} are needed (caller and agent on separate channels)")

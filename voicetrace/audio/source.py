@@ -40,22 +40,29 @@ class CallAudio:
         return self.frames * 1000.0 / self.sample_rate
 
 
-def open_call(path: Path | str, caller_channel: int = 0) -> CallAudio:
-    """Validate ``path`` and describe it; raises AudioInputError with a one-line reason."""
-    path = Path(path)
+def probe_audio_file(path: Path, error: type[Exception] | None = None):
+    """libsndfile's description of ``path``, or ``error`` (AudioInputError) with a one-line reason."""
+    error = error or AudioInputError
     if not path.exists():
-        raise AudioInputError(f"{path}: no such file")
+        raise error(f"{path}: no such file")
     if path.is_dir():
-        raise AudioInputError(f"{path}: is a directory, expected an audio file")
+        raise error(f"{path}: is a directory, expected an audio file")
     if path.stat().st_size == 0:
-        raise AudioInputError(f"{path}: is empty (0 bytes), expected an audio file")
+        raise error(f"{path}: is empty (0 bytes), expected an audio file")
     try:
         info = sf.info(str(path))
     except Exception as exc:  # libsndfile's message is already one line
         reason = str(exc).split("\n")[0].split(": ", 1)[-1]
-        raise AudioInputError(f"{path}: not a readable audio file (WAV, FLAC, OGG): {reason}") from None
+        raise error(f"{path}: not a readable audio file (WAV, FLAC, OGG): {reason}") from None
     if info.frames <= 0 or info.samplerate <= 0:
-        raise AudioInputError(f"{path}: contains no audio")
+        raise error(f"{path}: contains no audio")
+    return info
+
+
+def open_call(path: Path | str, caller_channel: int = 0) -> CallAudio:
+    """Validate ``path`` and describe it; raises AudioInputError with a one-line reason."""
+    path = Path(path)
+    info = probe_audio_file(path)
     if not 0 <= caller_channel < info.channels:
         raise AudioInputError(
             f"{path}: has {info.channels} channel(s); caller channel {caller_channel} does not exist"
