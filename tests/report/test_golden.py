@@ -1,0 +1,38 @@
+"""Golden check: the report on every example trace is what it was before the consolidation.
+
+The files in tests/data/golden/ were written by `voicetrace report` at aba21e3 (before the code was
+reorganised); a change that moves any number, column or line shows up here. Regenerate a golden
+only for an intended change of behaviour, and say which in the commit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT, VOICETRACE
+
+DATA = ROOT / "tests" / "data"
+GOLDEN = DATA / "golden"
+TRACES = sorted(p.name for p in GOLDEN.glob("*.report.json"))
+
+
+def _report(name: str, *flags: str) -> str:
+    done = subprocess.run([str(VOICETRACE), "report", f"tests/data/{name.removesuffix('.report.json')}", *flags],
+                          cwd=ROOT, capture_output=True, text=True, env={"COLUMNS": "140", "PATH": "/usr/bin:/bin"},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("golden", TRACES)
+def test_json_report_is_unchanged(golden):
+    assert json.loads(_report(golden, "--json")) == json.loads((GOLDEN / golden).read_text())
+
+
+@pytest.mark.parametrize("golden", TRACES)
+def test_terminal_report_is_unchanged(golden):
+    expected = (GOLDEN / golden.replace(".report.json", ".report.txt")).read_text()
+    assert _report(golden).splitlines() == expected.splitlines()
