@@ -8,6 +8,7 @@ only for an intended change of behaviour, and say which in the commit.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -21,7 +22,7 @@ TRACES = sorted(p.name for p in GOLDEN.glob("*.report.json"))
 
 def _report(name: str, *flags: str) -> str:
     done = subprocess.run([str(VOICETRACE), "report", f"tests/data/{name.removesuffix('.report.json')}", *flags],
-                          cwd=ROOT, capture_output=True, text=True, env={"COLUMNS": "140", "PATH": "/usr/bin:/bin"},
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "COLUMNS": "140"},
                           timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr
