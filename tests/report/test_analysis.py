@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from voicetrace.analysis.breakdown import SEGMENTS
+from voicetrace.analysis.metrics import SEGMENTS
 from voicetrace.analysis.budgets import BudgetError, check, parse
 from voicetrace.analysis.diff import diff
 from voicetrace.analysis.kvcache import ModelShape, parse_shape

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from voicetrace.analysis.report import build_report
-from voicetrace.analysis.turns import STAGE_METRICS
+from voicetrace.analysis.metrics import METRICS, TURN_TABLE
 from voicetrace.traces.load import load
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -20,7 +20,7 @@ def test_jaeger_trace_json_matches_the_otlp_source():
     ours = build_report(load([DATA / "jaeger_source.jsonl"])).turns
     jaeger = build_report(load([DATA / "jaeger_trace.json"])).turns
     assert len(ours) == len(jaeger) == 2
-    for col in STAGE_METRICS + ["bd_tools_ms", "bd_llm_prefill_ms", "bd_unattributed_ms", "itl_p50_ms"]:
+    for col in [METRICS[k].column for k in TURN_TABLE] + ["bd_tools_ms", "bd_llm_prefill_ms", "bd_unattributed_ms", "itl_p50_ms"]:
         assert np.allclose(ours[col], jaeger[col], atol=1e-3, equal_nan=True), col
     assert list(jaeger["transcript"]) == ["jaeger one", "jaeger two"]
 
@@ -61,7 +61,7 @@ def test_run_folder_and_several_inputs(tmp_path):
 def test_real_run_trace_breakdown_and_definitions():
     """A trace recorded by `voicetrace run` (claim_status, content captured, llama.cpp timings, tools)."""
     from voicetrace import semconv as sc
-    from voicetrace.analysis.breakdown import SEGMENTS
+    from voicetrace.analysis.metrics import SEGMENTS
     from voicetrace.traces.otlp_json import read_trace_files
 
     tables = read_trace_files([DATA / "claim_status_trace.jsonl"])

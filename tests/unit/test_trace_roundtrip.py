@@ -12,7 +12,8 @@ from pipecat.frames.frames import EndFrame, StartFrame
 from pipecat.observers.base_observer import FramePushed
 from pipecat.processors.frame_processor import FrameDirection
 
-from voicetrace.analysis.turns import percentiles, turn_metrics
+from voicetrace.analysis.summary import stat
+from voicetrace.analysis.turns import turn_metrics
 from voicetrace.capture.observer import VoiceTraceObserver
 from voicetrace.clock import FakeClock
 from voicetrace.tracing import OtlpJsonLinesExporter
@@ -69,9 +70,9 @@ async def test_metrics_follow_design_definitions_exactly(tmp_path):
     assert row["transcript"] == "my claim number"
     assert turns.iloc[1]["transcript"] == "second"
 
-    stats = percentiles(turns)
-    assert stats.loc["v2v_ms", "n"] == 2
-    assert stats.loc["v2v_ms", "p50"] == 1110
+    v2v = stat(turns["v2v_ms"])
+    assert v2v.n == 2
+    assert v2v.raw["p50"] == 1110
 
 
 @pytest.mark.asyncio

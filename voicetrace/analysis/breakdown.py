@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
+from voicetrace.analysis.metrics import CHAIN, SEGMENTS
 from voicetrace.analysis.turns import KEY, NS_PER_MS
 from voicetrace.traces.otlp_json import SpanTables
 
@@ -27,43 +28,8 @@ SPAN_SERVER_QUEUE = sc.SPAN_LLM_QUEUE
 SPAN_SERVER_PREFILL = sc.SPAN_LLM_PREFILL
 SPAN_SERVER_DECODE = sc.SPAN_LLM_DECODE
 
-SEGMENTS = [
-    "endpointing",
-    "asr_final",
-    "llm_queue",
-    "llm_prefill",
-    "tools",
-    "llm_ttft",
-    "first_sentence",
-    "tts_ttfb",
-    "transport",
-    "unattributed",
-]
-"""Breakdown segments in chain order; ``<name>_ms`` columns sum exactly to ``v2v_ms``."""
-
-SEGMENT_LABELS = {
-    "endpointing": "endpointing",
-    "asr_final": "ASR final",
-    "llm_queue": "LLM queue",
-    "llm_prefill": "LLM prefill",
-    "tools": "tools",
-    "llm_ttft": "LLM (rest of TTFT)",
-    "first_sentence": "first sentence",
-    "tts_ttfb": "TTS TTFB",
-    "transport": "transport",
-    "unattributed": "unattributed",
-}
-
-# (segment owning the step, milestone column in the turns table); None = always unattributed.
-_CHAIN = [
-    ("endpointing", "endpoint_end_ns"),
-    ("asr_final", "asr_end_ns"),
-    (None, "llm_start_ns"),
-    ("llm_ttft", "first_token_ns"),
-    ("first_sentence", "tts_start_ns"),
-    ("tts_ttfb", "first_audio_ns"),
-    ("transport", "bot_start_ns"),
-]
+# SEGMENTS (order) and CHAIN ((segment owning the step, milestone column); None = always
+# unattributed) come from the registry: each segment's ``between`` milestones place it in the chain.
 
 
 def _rel(turns: pd.DataFrame, col: str) -> np.ndarray:
@@ -93,7 +59,7 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
     c = np.zeros(n)
     prev_present = np.ones(n, dtype=bool)
     window = {}
-    for name, col in _CHAIN:
+    for name, col in CHAIN:
         m = _rel(turns, col)
         present = np.isfinite(m)
         new_c = np.where(present, np.minimum(np.maximum(c, m), np.where(valid, v2v, np.inf)), c)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from voicetrace.analysis.summary import ALIASES, METRICS, Summary
+from voicetrace.analysis.metrics import METRICS, SUMMARY, resolve
+from voicetrace.analysis.summary import PERCENTILES, Summary
 
-STATS = ("p50", "p90", "p95", "p99", "max", "mean")
+STATS = tuple(f"p{p}" for p in PERCENTILES) + ("max", "mean")
 
 
 class BudgetError(ValueError):
@@ -50,6 +51,17 @@ def _number(value, where: str) -> float:
     return float(value)
 
 
+def _metric(name: str) -> str:
+    """The registry key a budget names (key or alias); only metrics with a summary can be budgeted."""
+    try:
+        key = resolve(name)
+    except KeyError:
+        key = None
+    if key is None or not METRICS[key].summary:
+        raise BudgetError(f"unknown metric {name!r}; known: {', '.join(sorted(SUMMARY))}, goodput")
+    return key
+
+
 def parse(doc: dict) -> tuple[list[Budget], float | None]:
     """Budgets and the goodput V2V budget (None: not given) from a parsed TOML document."""
     budgets = []
@@ -65,9 +77,7 @@ def parse(doc: dict) -> tuple[list[Budget], float | None]:
                 raise BudgetError(f"goodput is a share of turns between 0 and 1, not {limit:g}")
             budgets.append(Budget("goodput", "share", ">=", limit))
         elif isinstance(value, dict):
-            metric = ALIASES.get(key, key)
-            if metric not in METRICS:
-                raise BudgetError(f"unknown metric {key!r}; known: {', '.join(sorted(METRICS))}, goodput")
+            metric = _metric(key)
             for stat, limit in value.items():
                 if stat not in STATS:
                     raise BudgetError(f"{key}.{stat}: unknown statistic; use one of {', '.join(STATS)}")

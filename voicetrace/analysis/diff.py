@@ -6,9 +6,11 @@ import math
 
 import pandas as pd
 
-from voicetrace.analysis.summary import STAGES, Summary
+from voicetrace.analysis.metrics import HEADLINE, STAGES
+from voicetrace.analysis.summary import Summary
 
-METRIC_ROWS = ["v2v", "ttft", "itl", "tpot", "turn_e2e", "llm_e2e"]
+ROWS = list(HEADLINE) + [s for s in STAGES if s not in HEADLINE]
+"""The headline metrics, then each stage (metrics registry)."""
 SAME_MS = 1.0
 SAME_SHARE = 0.01
 """A change within max(1 ms, 1 %) of A is 'same'."""
@@ -27,7 +29,7 @@ def _verdict(a, b, higher_is_better: bool = False, same_abs: float = SAME_MS) ->
 def diff(a: Summary, b: Summary, stats=("p50", "p95")) -> pd.DataFrame:
     """Rows: metric, stat, a, b, change, change_pct, verdict, few (a percentile from too few values)."""
     rows = []
-    for name in METRIC_ROWS + [s for s in STAGES if s not in METRIC_ROWS]:
+    for name in ROWS:
         sa, sb = a.get(name), b.get(name)
         if sa.n == 0 and sb.n == 0:
             continue

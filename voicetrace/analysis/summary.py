@@ -13,31 +13,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from voicetrace.analysis.turns import MIN_TURNS_FOR, PERCENTILES
+from voicetrace.analysis.metrics import ALIASES, METRICS, SUMMARY
 
-METRICS = {
-    "v2v": "v2v_ms",
-    "ttft": "ttft_ms",
-    "itl": "gap_ms",
-    "tpot": "tpot_ms",
-    "turn_e2e": "turn_e2e_ms",
-    "llm_e2e": "llm_e2e_ms",
-    "endpointing": "endpointing_ms",
-    "asr_final": "asr_final_ms",
-    "first_sentence": "first_sentence_ms",
-    "tts_ttfb": "tts_ttfb_ms",
-    "transport": "transport_ms",
-    "unattributed": "bd_unattributed_ms",
-    "tools": "bd_tools_ms",
-    "llm_queue": "bd_llm_queue_ms",
-    "llm_prefill": "bd_llm_prefill_ms",
-}
-"""Summary metric name → per-turn column (``itl`` is over every inter-token gap, not per turn)."""
+PERCENTILES = (50, 90, 95, 99)
+MIN_TURNS_FOR = {50: 1, 90: 10, 95: 20, 99: 100}
+"""Below this many values a percentile is close to the maximum; renderers say so instead of showing it."""
 
-ALIASES = {"e2e": "turn_e2e", "asr": "asr_final", "tts": "tts_ttfb", "endpoint": "endpointing", "llm": "ttft"}
 
-STAGES = ["endpointing", "asr_final", "ttft", "first_sentence", "tts_ttfb", "transport", "unattributed"]
-"""Stages listed per stage in diff and box plots, in chain order."""
+def too_few_note() -> str:
+    """'p90 ≥10, p95 ≥20, p99 ≥100': the rule, as the renderers' notes state it."""
+    return ", ".join(f"p{p} ≥{n}" for p, n in MIN_TURNS_FOR.items() if n > 1)
 
 
 @dataclass(frozen=True)
@@ -70,6 +55,8 @@ class Stat:
 
 
 def stat(values) -> Stat:
+    """The distribution of ``values`` (NaN and non-numbers dropped): p50–p99 (numpy's linear
+    interpolation), max, mean; ``Stat.value`` withholds a percentile from too few values."""
     values = pd.to_numeric(pd.Series(values, dtype="float64"), errors="coerce").dropna().to_numpy()
     if len(values) == 0:
         return Stat(0, {})
@@ -110,9 +97,10 @@ class Summary:
 def summarize(turns: pd.DataFrame, gaps: pd.DataFrame, budget_ms: float = 1000.0) -> Summary:
     """``turns``: turn_metrics joined with the breakdown and per-turn ITL; ``gaps``: token_gaps."""
     metrics = {}
-    for name, col in METRICS.items():
-        source = gaps if name == "itl" else turns
-        metrics[name] = stat(source[col] if col in source else [])
+    for name in SUMMARY:
+        m = METRICS[name]
+        source = gaps if m.over == "gaps" else turns
+        metrics[name] = stat(source[m.column] if m.column in source else [])
     v2v = pd.to_numeric(turns["v2v_ms"], errors="coerce").dropna() if "v2v_ms" in turns else pd.Series(dtype=float)
     goodput = float((v2v <= budget_ms).mean()) if len(v2v) else None
     languages = {}

@@ -58,22 +58,29 @@ def token_gaps(tokens: pd.DataFrame) -> pd.DataFrame:
 
 
 def per_turn_itl(tokens: pd.DataFrame, gaps: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Per turn (same order as ``turns``): itl_p50/p90/p99_ms, token_tpot_ms, tokens_timed."""
+    """Per turn (same order as ``turns``): itl_p50/p90/p99_ms, tpot_ms, tokens_timed.
+
+    TPOT = (last token − first token) / (tokens − 1) per llm request with more than one token,
+    averaged over the turn's requests; NaN without token events. ``token_tpot_ms`` is the same column
+    under its old name, kept only while ``analysis/report.analyse`` still reads it.
+    """
     index = pd.MultiIndex.from_frame(turns[KEY])
     out = pd.DataFrame(index=index)
     if gaps.empty:
-        for col in ("itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "token_tpot_ms"):
-            out[col] = np.nan
+        for p in (50, 90, 99):
+            out[f"itl_p{p}_ms"] = np.nan
         out["tokens_timed"] = 0
     else:
         grouped = gaps.groupby(KEY)["gap_ms"]
         for p in (50, 90, 99):
             out[f"itl_p{p}_ms"] = grouped.quantile(p / 100).reindex(index)
-        # TPOT = (last token − first token) / (tokens − 1), per llm request, averaged over a turn's requests.
+        out["tokens_timed"] = tokens.groupby(KEY)["tokens"].sum().reindex(index).fillna(0).astype(int)
+    out["tpot_ms"] = np.nan
+    if not tokens.empty:
         per_span = tokens.groupby(KEY + ["llm_span_id"]).agg(
             first=("time_ns", "min"), last=("time_ns", "max"), n=("tokens", "sum"))
         per_span = per_span[per_span["n"] > 1]
         tpot = ((per_span["last"] - per_span["first"]) / (per_span["n"] - 1) / NS_PER_MS).groupby(KEY).mean()
-        out["token_tpot_ms"] = tpot.reindex(index)
-        out["tokens_timed"] = tokens.groupby(KEY)["tokens"].sum().reindex(index).fillna(0).astype(int)
+        out["tpot_ms"] = tpot.reindex(index).to_numpy(dtype="float64")
+    out["token_tpot_ms"] = out["tpot_ms"]
     return out.reset_index(drop=True)

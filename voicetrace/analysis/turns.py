@@ -1,4 +1,4 @@
-"""Spans → one row per turn with DESIGN.md's metrics (milliseconds).
+"""Spans → one row per turn: milestones and the registry's span metrics (``analysis/metrics``, ms).
 
 Pure and vectorised: DataFrames in, DataFrame out; a stage that is missing gives NaN
 (shown as missing), never zero. Instants are kept as nullable ``Int64`` epoch nanoseconds
@@ -15,23 +15,10 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
+from voicetrace.analysis.metrics import REGISTRY, TURN_METRICS
 from voicetrace.traces.otlp_json import SpanTables
 
 NS_PER_MS = 1_000_000
-
-STAGE_METRICS = [
-    "endpointing_ms",
-    "asr_final_ms",
-    "ttft_ms",
-    "first_sentence_ms",
-    "tts_ttfb_ms",
-    "v2v_ms",
-    "turn_e2e_ms",
-]
-"""The per-turn latency metrics, in the order a turn's reply builds up."""
-
-EXTRA_METRICS = ["transport_ms", "llm_e2e_ms", "tpot_ms"]
-"""More per-turn metrics (DESIGN.md): bot audio played − first TTS audio; last token − request; TPOT."""
 
 _SHORT = {
     sc.SPAN_USER_SPEECH: "user",
@@ -45,11 +32,12 @@ KEY = ["trace_id", "turn_span_id"]
 
 TURN_COLUMNS = (
     ["trace_id", "turn_span_id", "conversation_span_id", "conversation", "turn", "interrupted", "language", "at_s",
-     "transcript", "llm_output", "output_tokens", "input_tokens", "reported_user_bot_ms"]
+     "transcript", "llm_output", "input_tokens"]
     + [f"{short}_{edge}_ns" for short in _SHORT.values() for edge in ("start", "end")]
     + ["first_token_ns", "first_token_llm_start_ns", "first_audio_ns"]
-    + STAGE_METRICS + EXTRA_METRICS
+    + list(TURN_METRICS)
 )
+"""The columns of ``turn_metrics``: turn identity, milestones (``*_ns``), and the registry's span metrics."""
 
 
 def _ms(delta: pd.Series) -> np.ndarray:
@@ -149,37 +137,11 @@ def turn_metrics(tables: SpanTables) -> pd.DataFrame:
         for a, tid in zip(conv_attrs, out["trace_id"])
     ]
 
-    speech_end = out["user_end_ns"]
-    decided = out["endpoint_end_ns"]
-    out["at_s"] = _ms(speech_end - pd.array(conv_start, dtype="Int64")) / 1000.0
-    out["endpointing_ms"] = _ms(decided - speech_end)
-    out["asr_final_ms"] = np.clip(_ms(out["asr_end_ns"] - decided), 0, None)
-    out["ttft_ms"] = _ms(out["first_token_ns"] - out["first_token_llm_start_ns"])
-    out["first_sentence_ms"] = _ms(out["tts_start_ns"] - out["first_token_ns"])
-    out["tts_ttfb_ms"] = _ms(out["first_audio_ns"] - out["tts_start_ns"])
-    out["v2v_ms"] = _ms(out["bot_start_ns"] - speech_end)
-    out["turn_e2e_ms"] = _ms(out["bot_end_ns"] - speech_end)
-    out["transport_ms"] = _ms(out["bot_start_ns"] - out["first_audio_ns"])
-    out["llm_e2e_ms"] = _ms(out["llm_end_ns"] - out["llm_start_ns"])
-    tpot = _first_attr(kids, sc.SPAN_LLM, sc.ATTR_LLM_TPOT_MS, out)
-    out["tpot_ms"] = pd.to_numeric(pd.Series(tpot, index=out.index, dtype=object), errors="coerce").astype("float64")
+    out["at_s"] = _ms(out["user_end_ns"] - pd.array(conv_start, dtype="Int64")) / 1000.0
+    for m in REGISTRY:  # every span metric is "to − from" of two milestones (metrics.Metric.between)
+        if m.computed_by == "turns" and m.between:
+            start, end = m.between
+            values = _ms(out[end] - out[start])
+            out[m.column] = np.clip(values, 0, None) if m.non_negative else values
     out = out[TURN_COLUMNS]
     return out.sort_values(["conversation", "turn"], kind="stable").reset_index(drop=True)
-
-
-PERCENTILES = (50, 90, 95, 99)
-MIN_TURNS_FOR = {50: 1, 90: 10, 95: 20, 99: 100}
-"""Below this many values a percentile is close to the maximum; renderers say so instead of showing it."""
-
-
-def percentiles(turns: pd.DataFrame, metrics: list[str] = STAGE_METRICS) -> pd.DataFrame:
-    """n and p50/p90/p95/p99 of each metric over the turns that have it (NaN = stage missing)."""
-    rows = []
-    for metric in metrics:
-        values = pd.to_numeric(turns[metric], errors="coerce").dropna().to_numpy() if metric in turns else np.array([])
-        row = {"metric": metric, "n": len(values)}
-        for p in PERCENTILES:
-            row[f"p{p}"] = float(np.percentile(values, p)) if len(values) else np.nan
-        row["max"] = float(values.max()) if len(values) else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("metric")

@@ -40,12 +40,17 @@ def diff_command(a: Path, b: Path, console: Console, err_console: Console, budge
                       change, pct, _MARK[r["verdict"]])
     console.print(table)
     if few:
-        console.print("* from fewer turns than the percentile needs (p90 ≥10, p95 ≥20): close to the maximum", style="dim")
+        from voicetrace.analysis.summary import too_few_note
+
+        console.print(f"* from fewer turns than the percentile needs ({too_few_note()}): close to the maximum", style="dim")
 
 
 def check_command(paths: list[Path], budget: Path, console: Console, err_console: Console,
                   budget_ms: float | None = None) -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: tomllib is the tomli package, renamed in 3.11
+        import tomli as tomllib
 
     from voicetrace.analysis.budgets import BudgetError, check, parse
 

@@ -2,7 +2,10 @@
 
 - ``terminal``: the rich per-turn table and headline (what ``run`` and ``report`` print);
 - ``json_summary``: the same numbers as JSON (``report --json``);
-- ``html``: one self-contained HTML file, plotly.js inlined, opens offline (``report -o``).
+- ``html``: one self-contained HTML file, plotly.js inlined, opens offline (``report -o``); its tables
+  are in ``html_tables``, its figures in ``html_figures``.
+
+Labels, headers and which metrics each output lists come from ``voicetrace.analysis.metrics``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from voicetrace.analysis.summary import Stat
-from voicetrace.analysis.turns import MIN_TURNS_FOR
+from voicetrace.analysis.summary import MIN_TURNS_FOR, Stat
 
 
 def ms(value) -> str:

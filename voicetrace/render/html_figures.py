@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.breakdown import SEGMENT_LABELS, SEGMENTS
-from voicetrace.analysis.summary import STAGES
-from voicetrace.analysis.turns import KEY
+from voicetrace.analysis.metrics import METRICS, SEGMENTS, STAGES
 
 COLORS = {
     "endpointing": "#8c6bb1", "asr_final": "#2b8cbe", "llm_queue": "#fdd0a2", "llm_prefill": "#fd8d3c",
     "tools": "#74c476", "llm_ttft": "#e6550d", "first_sentence": "#fdae6b", "tts_ttfb": "#de2d26",
-    "transport": "#969696", "unattributed": "#d9d9d9",
+    "transport": "#969696", "unattributed": "#d9d9d9", "ttft": "#e6550d", "v2v": "#31a354",
 }
+"""Colour per metric key: every breakdown segment and stage, and the per-language boxes."""
+LANGUAGE_BOXES = ("v2v", "ttft", "asr_final")
 SPAN_COLORS = {
     sc.SPAN_TURN: "#bdbdbd", sc.SPAN_USER_SPEECH: "#6baed6", sc.SPAN_ENDPOINTING: "#8c6bb1",
     sc.SPAN_ASR: "#2b8cbe", sc.SPAN_LLM: "#e6550d", sc.SPAN_TTS: "#de2d26", sc.SPAN_BOT_SPEECH: "#31a354",
@@ -129,10 +129,11 @@ def waterfall(turn: pd.Series, tree: pd.DataFrame, events: pd.DataFrame) -> dict
 def breakdown(turns: pd.DataFrame, wf_index: dict) -> dict:
     """Stacked bar per turn (or per V2V-percentile bin when there are many) summing to V2V."""
     rows = turns[turns["v2v_ms"].notna()]
-    segs = [s for s in SEGMENTS if rows[f"bd_{s}_ms"].notna().any()] if len(rows) else []
+    cols = {s: METRICS[s].segment_column for s in SEGMENTS}
+    segs = [s for s in SEGMENTS if rows[cols[s]].notna().any()] if len(rows) else []
     if len(rows) <= MAX_BREAKDOWN_BARS:
         x = [f"{r['conversation']} #{r['turn']}" for _, r in rows.iterrows()]
-        values = {s: rows[f"bd_{s}_ms"].to_numpy() for s in segs}
+        values = {s: rows[cols[s]].to_numpy() for s in segs}
         custom = [wf_index.get((r["trace_id"], r["turn_span_id"]), -1) for _, r in rows.iterrows()]
         title = "V2V breakdown per turn (critical path; segments sum to V2V)"
         xtitle = "turn"
@@ -140,14 +141,14 @@ def breakdown(turns: pd.DataFrame, wf_index: dict) -> dict:
         order = rows.sort_values("v2v_ms", kind="stable")
         bins = np.array_split(np.arange(len(order)), 50)
         x = [f"p{100 * b[0] / len(order):.0f}–{100 * (b[-1] + 1) / len(order):.0f}" for b in bins]
-        values = {s: np.array([np.nan_to_num(order[f"bd_{s}_ms"].to_numpy()[b]).mean() for b in bins]) for s in segs}
+        values = {s: np.array([np.nan_to_num(order[cols[s]].to_numpy()[b]).mean() for b in bins]) for s in segs}
         custom = [-1] * len(bins)
         title = f"V2V breakdown, mean per V2V percentile bin ({len(order)} turns; segments sum to the bin's mean V2V)"
         xtitle = "turns ranked by V2V"
     data = [{
-        "type": "bar", "name": SEGMENT_LABELS[s], "x": x, "y": _num(np.nan_to_num(values[s])),
+        "type": "bar", "name": METRICS[s].label, "x": x, "y": _num(np.nan_to_num(values[s])),
         "marker": {"color": COLORS[s]}, "customdata": custom,
-        "hovertext": [f"{SEGMENT_LABELS[s]}: " + ("missing" if math.isnan(v) else f"{v:,.1f} ms") for v in values[s]],
+        "hovertext": [f"{METRICS[s].label}: " + ("missing" if math.isnan(v) else f"{v:,.1f} ms") for v in values[s]],
         "hoverinfo": "text+x",
     } for s in segs]
     return {"data": data, "layout": _layout(title, barmode="stack", xaxis={"title": {"text": xtitle}, "type": "category"},
@@ -194,14 +195,11 @@ def _box(name: str, values: np.ndarray, color: str) -> dict:
 
 
 def stage_boxes(turns: pd.DataFrame) -> dict:
-    cols = {"endpointing": "endpointing_ms", "asr_final": "asr_final_ms", "ttft": "ttft_ms",
-            "first_sentence": "first_sentence_ms", "tts_ttfb": "tts_ttfb_ms", "transport": "transport_ms",
-            "unattributed": "bd_unattributed_ms"}
     data = []
     for stage in STAGES:
-        values = turns[cols[stage]].dropna().to_numpy(dtype="float64") if len(turns) else np.array([])
+        values = turns[METRICS[stage].column].dropna().to_numpy(dtype="float64") if len(turns) else np.array([])
         if len(values):
-            data.append(_box(f"{stage} (n={len(values)})", values, COLORS.get(stage, COLORS["llm_ttft"])))
+            data.append(_box(f"{stage} (n={len(values)})", values, COLORS[stage]))
     return {"data": data, "layout": _layout("per stage (min, quartiles, max)", yaxis={"title": {"text": "ms"}}, showlegend=False)}
 
 
@@ -210,12 +208,12 @@ def language_boxes(turns: pd.DataFrame) -> dict | None:
         return None
     data = []
     for lang, rows in turns.groupby(turns["language"].fillna("unknown"), sort=True):
-        for metric, color in (("v2v_ms", "#31a354"), ("ttft_ms", "#e6550d"), ("asr_final_ms", "#2b8cbe")):
-            values = rows[metric].dropna().to_numpy(dtype="float64")
+        for key in LANGUAGE_BOXES:
+            values = rows[METRICS[key].column].dropna().to_numpy(dtype="float64")
             if len(values):
-                box = _box(f"{lang} {metric[:-3]} (n={len(values)})", values, color)
-                data.append(box)
-    return {"data": data, "layout": _layout("per language: V2V, TTFT, ASR final", yaxis={"title": {"text": "ms"}}, showlegend=False)}
+                data.append(_box(f"{lang} {key} (n={len(values)})", values, COLORS[key]))
+    title = "per language: " + ", ".join(METRICS[k].label for k in LANGUAGE_BOXES)
+    return {"data": data, "layout": _layout(title, yaxis={"title": {"text": "ms"}}, showlegend=False)}
 
 
 def context_growth(turns: pd.DataFrame, bytes_per_token: int | None) -> dict | None:

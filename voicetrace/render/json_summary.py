@@ -8,15 +8,10 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from voicetrace.analysis.breakdown import SEGMENTS
-from voicetrace.analysis.turns import EXTRA_METRICS, STAGE_METRICS
+from voicetrace.analysis.metrics import METRICS, PER_TURN, SEGMENTS
 
-TURN_FIELDS = (
-    ["conversation", "trace_id", "turn", "at_s", "interrupted", "language"]
-    + STAGE_METRICS + EXTRA_METRICS
-    + ["itl_p50_ms", "itl_p90_ms", "itl_p99_ms", "output_tokens", "prompt_tokens", "kv_cache_bytes",
-       "reported_user_bot_ms"]
-)
+TURN_FIELDS = ["conversation", "trace_id", "turn", "at_s", "interrupted", "language", *PER_TURN]
+"""A turn row: where it is, then every per-turn metric of the registry (breakdown under ``breakdown_ms``)."""
 
 
 def _clean(value):
@@ -41,10 +36,10 @@ def report_dict(report) -> dict:
         from voicetrace.acoustic.check import CHECK_COLUMNS
 
         fields = fields + CHECK_COLUMNS
-    bd_cols = [f"bd_{s}_ms" for s in SEGMENTS]
-    for rec in turns[fields + bd_cols].to_dict("records") if len(turns) else []:
+    bd_cols = {s: METRICS[s].segment_column for s in SEGMENTS}
+    for rec in turns[fields + list(bd_cols.values())].to_dict("records") if len(turns) else []:
         row = {k: _clean(rec[k]) for k in fields}
-        row["breakdown_ms"] = {s: _clean(rec[f"bd_{s}_ms"]) for s in SEGMENTS}
+        row["breakdown_ms"] = {s: _clean(rec[col]) for s, col in bd_cols.items()}
         rows.append(row)
     return {
         "summary": report.summary.to_dict(),

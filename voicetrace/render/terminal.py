@@ -8,26 +8,12 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from voicetrace.analysis.turns import MIN_TURNS_FOR, percentiles
+from voicetrace.analysis.metrics import ACOUSTIC, HEADLINE, METRICS, SEGMENTS, TURN_TABLE
+from voicetrace.analysis.summary import stat
+from voicetrace.render.fmt import ms, share, stat_ms
 
-_COLUMNS = [
-    ("endpointing_ms", "endpoint"),
-    ("asr_final_ms", "ASR fin"),
-    ("ttft_ms", "TTFT"),
-    ("first_sentence_ms", "1st sent"),
-    ("tts_ttfb_ms", "TTS TTFB"),
-    ("v2v_ms", "V2V"),
-    ("turn_e2e_ms", "turn E2E"),
-]
-
-
-def _ms(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:,.0f}"
-
-
-_ACOUSTIC_COLUMNS = [("acoustic_v2v_ms", "ac V2V"), ("v2v_delta_ms", "Δ ac")]
+_COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in TURN_TABLE]
+_ACOUSTIC_COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in ACOUSTIC]
 """Beside V2V when the run's call.wav was analysed (voicetrace.acoustic): acoustic V2V, acoustic − event."""
 
 
@@ -79,9 +65,9 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, su
         for row in rows.itertuples(index=False):
             cells = []
             for col, _ in _COLUMNS:
-                cells.append(_ms(getattr(row, col)))
+                cells.append(ms(getattr(row, col)))
                 if acoustic and col == "v2v_ms":
-                    cells += [_ms(row.acoustic_v2v_ms), _delta(row.v2v_delta_ms)]
+                    cells += [ms(row.acoustic_v2v_ms), _delta(row.v2v_delta_ms)]
             table.add_row(
                 f"{row.turn}{'⚡' if row.interrupted else ''}",
                 "—" if pd.isna(row.at_s) else f"{row.at_s:.1f}",
@@ -91,12 +77,10 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, su
         console.print(table)
     if not summary:
         return
-    stats = percentiles(turns, [c for c, _ in _COLUMNS])
+    stats = [stat(turns[col]) for col, _ in _COLUMNS]
     summary = _new_table(f"across {len(turns)} turn(s)")
-    for p in (50, 95):
-        few = int(stats["n"].max()) < MIN_TURNS_FOR[p]
-        note = f"n={int(stats['n'].max())}" + (f" <{MIN_TURNS_FOR[p]}: ≈max" if few else "")
-        summary.add_row(f"p{p}", "", note, *[_ms(stats.loc[c, f"p{p}"]) for c, _ in _COLUMNS])
+    for key in ("p50", "p95"):  # a percentile from too few turns shows its count ("n=4 <20"), as in the headline
+        summary.add_row(key, "", f"n={max(s.n for s in stats)}", *[stat_ms(s, key) for s in stats])
     console.print(summary)
     if turns["transcript"].isna().all():
         console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
@@ -108,22 +92,19 @@ MAX_TURN_ROWS = 100
 
 def print_headline(console: Console, report) -> None:
     """The headline numbers and the mean additive breakdown (same numbers as --json and the HTML)."""
-    from voicetrace.analysis.breakdown import SEGMENT_LABELS, SEGMENTS
-    from voicetrace.render.fmt import ms, share, stat_ms
-
     s = report.summary
     table = Table(title=f"{s.calls} call(s), {s.turns} turn(s), ms", title_justify="left", pad_edge=False)
     for header in ("metric", "n", "p50", "p90", "p95", "p99", "max"):
         table.add_column(header, justify="left" if header == "metric" else "right", no_wrap=True)
-    for name, label in (("v2v", "V2V"), ("ttft", "TTFT"), ("itl", "ITL"), ("tpot", "TPOT"),
-                        ("turn_e2e", "turn E2E"), ("llm_e2e", "LLM E2E")):
-        stat = s.get(name)
-        table.add_row(label, str(stat.n), *[stat_ms(stat, f"p{p}") for p in (50, 90, 95, 99)], ms(stat.value("max")))
+    for name in HEADLINE:
+        st = s.get(name)
+        table.add_row(METRICS[name].header, str(st.n), *[stat_ms(st, f"p{p}") for p in (50, 90, 95, 99)],
+                      ms(st.value("max")))
     console.print(table)
     goodput = f"voice goodput: {share(s.goodput)} of {s.goodput_n} turn(s) with V2V ≤ {s.budget_ms:,.0f} ms"
     console.print(goodput, highlight=False)
-    means = {seg: report.turns[f"bd_{seg}_ms"].mean() for seg in SEGMENTS} if s.turns else {}
-    parts = [f"{SEGMENT_LABELS[seg]} {ms(v)}" for seg, v in means.items() if v == v and v is not None]
+    means = {seg: report.turns[METRICS[seg].segment_column].mean() for seg in SEGMENTS} if s.turns else {}
+    parts = [f"{METRICS[seg].label} {ms(v)}" for seg, v in means.items() if v == v and v is not None]
     if parts:
         console.print("mean V2V breakdown (critical path): " + " + ".join(parts)
                       + f" = {ms(report.turns['v2v_ms'].mean())}", highlight=False)
