@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
             rec.span = b2.start_turn_span(rec, None)
             b2.emit_turn(rec)
         llm_small, llm_big = [s for s in mem.get_finished_spans() if s.name == "llm"]
-        from voicetrace.tracing import OtlpJsonLinesExporter
+        from voicetrace.otel.jsonl import OtlpJsonLinesExporter
 
         sink = OtlpJsonLinesExporter(Path(tmp) / "t.jsonl")
 

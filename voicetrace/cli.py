@@ -78,7 +78,8 @@ def run(
         capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools, tools_db=tools_db, run_id=run_id,
         asr_mode=asr, asr_model=asr_model, language=language, overrides=_parse_settings(settings or []),
     )
-    from voicetrace.export import OtlpConfigError, export_summary, quiet_exporter_logs, resolve_otlp_target
+    from voicetrace.otel.live import export_summary, quiet_exporter_logs
+    from voicetrace.otel.target import OtlpConfigError, resolve_otlp_target
 
     try:
         options.otlp = resolve_otlp_target(otlp, otlp_protocol, os.environ)

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 from opentelemetry import trace
 
-from voicetrace import components
+from voicetrace import CallTrace, components
 from voicetrace import semconv as sc
 from voicetrace.audio.recorder import CallRecorder
 from voicetrace.audio.source import iter_pipeline_frames, open_call
 from voicetrace.capture import VoiceTraceObserver
 from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
 from voicetrace.servers.scripted_llm import Reply, Script, ScriptedLLMServer
-from voicetrace.tracing import make_tracer_provider
 from voicetrace.traces.otlp_json import read_trace_files
 
 from tests.conftest import SAMPLES
@@ -40,8 +39,8 @@ async def run_other_pipeline(call_path: Path, llm_url: str, trace_path: Path, ru
     from pipecat.turns.user_turn_strategies import UserTurnStrategies
     from pipecat.workers.runner import WorkerRunner
 
-    provider, _ = make_tracer_provider(trace_path, service_name="other-agent")
-    observer = VoiceTraceObserver(tracer_provider=provider, capture_content=True)
+    vt = CallTrace(trace_path, service_name="other-agent", capture_content=True, otlp=False).open()
+    observer = vt.observer
 
     call = open_call(call_path)
     timeline, recorder, worker = CallTimeline(), CallRecorder(run_dir), None
@@ -75,8 +74,7 @@ async def run_other_pipeline(call_path: Path, llm_url: str, trace_path: Path, ru
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
     await runner.run()
-    observer.finish()
-    provider.shutdown()
+    vt.close()  # observer.finish(), then flush
     recorder.close()
     return observer
 

@@ -235,7 +235,8 @@ def test_paging_and_limit_return_the_newest_traces(jaeger):
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
-    from voicetrace.export import attach_live_export, resolve_otlp_target
+    from voicetrace.otel.live import attach_live_export
+    from voicetrace.otel.target import resolve_otlp_target
 
     service = f"vt-paging-{secrets.token_hex(3)}"
     provider = TracerProvider(resource=Resource.create({"service.name": service}))

@@ -210,6 +210,20 @@ def test_trace_reads_back_as_turns_with_v2v_equal_to_the_gap(tmp_path):
     assert set(tables.events["name"]) == {"voice.barge_in"}
 
 
+
+def test_trace_has_the_one_resource_and_replaces_the_file(tmp_path, monkeypatch):
+    # Written by voicetrace.otel (resource builder + JSON-lines exporter), not a writer of its own.
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=lab")
+    path = build(tmp_path / "t.wav", [(0, 1.0, CALLER[0], None), (1, 1.0 + dur(CALLER[0]) + 0.5, AGENT[0], None)])
+    a, out = analyze_recording(path), tmp_path / "t.jsonl"
+    write_trace(a, out)
+    count = write_trace(a, out)
+    requests = [json.loads(line) for line in out.read_text().splitlines()]
+    spans = [s for r in requests for rs in r["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert len(spans) == count
+    resource = {x["key"]: next(iter(x["value"].values())) for x in requests[0]["resourceSpans"][0]["resource"]["attributes"]}
+    assert (resource["deployment.environment"], resource["voice.pipeline"], resource["service.name"]) == ("lab", "acoustic", "voicetrace")
+
 def run_cli(*args, cwd=None):
     return subprocess.run([str(VOICETRACE), *args], capture_output=True, text=True, timeout=120, cwd=cwd,
                           env={"COLUMNS": "140", "PATH": "/usr/bin:/bin"})

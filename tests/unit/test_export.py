@@ -1,4 +1,5 @@
-"""OTLP target resolution and the non-blocking live export processor (in-memory exporters)."""
+"""OTLP target resolution (voicetrace.otel.target) and the non-blocking live export processor
+(voicetrace.otel.live), with in-memory exporters."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from voicetrace.export import (
-    GRPC, HTTP, OtlpConfigError, attach_live_export, environment_from, parse_headers,
-    resolve_otlp_target, run_resource_attributes,
-)
-from voicetrace.export_processor import LiveExportProcessor
+from voicetrace.errors import UsageError
+from voicetrace.otel.live import LiveExportProcessor, attach_live_export
+from voicetrace.otel.target import GRPC, HTTP, OtlpConfigError, env_headers, resolve_otlp_target
 
 
 @pytest.mark.parametrize("url, protocol, endpoint", [
@@ -58,21 +57,19 @@ def test_bad_settings_are_one_line_errors(url, protocol):
     with pytest.raises(OtlpConfigError):
         resolve_otlp_target(url, protocol, {})
     with pytest.raises(OtlpConfigError):
-        parse_headers("novalue")
+        env_headers("novalue")
+    assert issubclass(OtlpConfigError, UsageError)
 
 
-def test_resource_attributes_carry_conversation_environment_and_config():
-    attrs = run_resource_attributes(
-        {"vad_stop_secs": 0.2, "llm_model": "m", "system_prompt": "long", "extra": {"llm_server": "x"}, "none": None},
-        "run-1", "call.wav", "ci",
-    )
-    assert attrs["deployment.environment"] == "ci"
-    assert attrs["conversation.id"] == "run-1" and attrs["voice.call.file"] == "call.wav"
-    assert attrs["voice.pipeline.config.vad_stop_secs"] == 0.2
-    assert attrs["voice.pipeline.config.extra.llm_server"] == "x"
-    assert not any(k.endswith("system_prompt") or k.endswith(".none") for k in attrs)
-    assert environment_from({"OTEL_RESOURCE_ATTRIBUTES": "a=b,deployment.environment=staging"}) == "staging"
-    assert environment_from({}, "prod") == "prod" and environment_from({}) == "local"
+def test_headers_are_parsed_the_way_opentelemetry_parses_them():
+    # Lenient like the OTLP exporters: an unencoded space is kept; names are lower-cased.
+    assert env_headers(" Authorization = Bearer abc , x-a=b%2Cc") == {"authorization": "Bearer abc", "x-a": "b,c"}
+    with pytest.raises(OtlpConfigError, match="'=oops'"):
+        env_headers("a=b,=oops")
+    # The per-signal variable's headers win over the general one.
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_EXPORTER_OTLP_HEADERS": "a=1,b=2",
+           "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "b=3"}
+    assert resolve_otlp_target(None, None, env).headers == {"a": "1", "b": "3"}
 
 
 class BlockingExporter(InMemorySpanExporter):

@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from voicetrace import semconv as sc
 from voicetrace.acoustic.conversation import AGENT, CALLER, ConversationAnalysis
-from voicetrace.tracing import make_resource, spans_to_otlp_json
+from voicetrace.otel.jsonl import OtlpJsonLinesExporter
+from voicetrace.otel.resource import build_resource
 
 _NS_PER_MS = 1_000_000
 _LINE_SPANS = 512
@@ -33,15 +34,13 @@ def _ns(t0_ns: int, ms: float) -> int:
 def write_trace(analysis: ConversationAnalysis, path: Path, service_name: str = "voicetrace",
                 conversation_id: str | None = None, t0_ns: int | None = None) -> int:
     """Write the spans to ``path`` (overwritten); returns the number of spans."""
-    import json
-
     t0 = time.time_ns() if t0_ns is None else t0_ns
     meta = analysis.meta
     call_file = Path(meta.get("recording", "recording")).name
     conv_id = conversation_id or f"analyze-{Path(call_file).stem}-{t0 // 1_000_000_000}"
     resource = {sc.ATTR_CONVERSATION_ID: conv_id, sc.ATTR_CALL_FILE: call_file, sc.ATTR_PIPELINE: sc.PIPELINE_ACOUSTIC}
     exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=make_resource(service_name, resource))
+    provider = TracerProvider(resource=build_resource(service_name=service_name, attributes=resource))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("voicetrace.acoustic")
 
@@ -84,9 +83,13 @@ def write_trace(analysis: ConversationAnalysis, path: Path, service_name: str = 
     conv.end(end_time=_ns(t0, analysis.duration_ms))
     provider.shutdown()
 
+    # Collected first, written in start order: the file reads like a pipeline's, oldest first.
     spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as out:
+    out = OtlpJsonLinesExporter(path)
+    try:
         for i in range(0, len(spans), _LINE_SPANS):
-            out.write(json.dumps(spans_to_otlp_json(spans[i:i + _LINE_SPANS]), separators=(",", ":")) + "\n")
-    return len(spans)
+            if out.export(spans[i:i + _LINE_SPANS]) is not SpanExportResult.SUCCESS:
+                raise OSError(f"could not write {path}")
+    finally:
+        out.shutdown()
+    return out.spans_written

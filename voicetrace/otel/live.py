@@ -1,11 +1,12 @@
-"""A span processor that ships spans to a network exporter without ever blocking the pipeline.
+"""Live export: a span processor that ships spans to an OTLP exporter without ever blocking the
+pipeline, and ``attach_live_export``, which adds one to a provider the caller passes in.
 
 ``on_end`` only puts the span on a bounded queue (a full queue drops the span and counts it);
 one worker thread batches and exports. A turn's spans go out as soon as the turn ends (the
 ``turn`` span wakes the worker) and otherwise at least every ``schedule_delay_ms``. When the
 backend is down or slow, the first failure calls ``warn`` once; spans that were not delivered
 are counted, never retried forever: ``shutdown`` gives the queue ``shutdown_timeout_s`` to
-drain, then stops and counts what is left.
+drain, then stops and counts what is left. ``export_summary`` is the line a run ends with.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Collection
+from typing import Any, Callable, Collection
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from voicetrace.otel.target import GRPC, OtlpTarget
 
 log = logging.getLogger(__name__)
 
@@ -199,3 +202,52 @@ class LiveExportProcessor(SpanProcessor):
             self._exporter.shutdown()
         except Exception:
             log.debug("live export: exporter shutdown failed", exc_info=True)
+
+
+EXPORT_TIMEOUT_S = 3.0
+"""One export attempt (with the exporter's own retries) gives up after this long."""
+
+
+def make_span_exporter(target: OtlpTarget, timeout_s: float = EXPORT_TIMEOUT_S) -> SpanExporter:
+    if target.protocol == GRPC:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=target.endpoint, insecure=target.insecure, headers=dict(target.headers), timeout=timeout_s)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(endpoint=target.endpoint, headers=dict(target.headers), timeout=timeout_s)
+
+
+def attach_live_export(
+    provider: TracerProvider,
+    target: OtlpTarget,
+    warn: Callable[[str], None] | None = None,
+    **processor_options: Any,
+) -> LiveExportProcessor:
+    """Send the provider's spans to ``target`` as they end; returns the processor (its ``stats``)."""
+    processor = LiveExportProcessor(make_span_exporter(target), warn=warn, describe=target.describe(), **processor_options)
+    provider.add_span_processor(processor)
+    return processor
+
+
+def quiet_exporter_logs() -> None:
+    """For applications (the CLI): the OTLP exporters log every failed attempt; voicetrace says it
+    once itself. Library code does not call this."""
+    for name in ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def export_summary(target: OtlpTarget, stats: ExportStats) -> tuple[str, bool]:
+    """One line for the end of a run, and whether every span was delivered."""
+    if stats.spans_undelivered == 0:
+        mean_ms = stats.export_ns_total / max(stats.batches, 1) / 1e6
+        return (
+            f"otlp: {stats.spans_sent} spans sent to {target.describe()} in {stats.batches} batches "
+            f"(mean {mean_ms:.1f} ms each, off the pipeline; longest hand-off {stats.on_end_ns_max / 1000:.0f} µs)",
+            True,
+        )
+    return (
+        f"warning: otlp: {stats.spans_undelivered} spans not delivered to {target.describe()} "
+        f"({stats.spans_sent} sent); trace.jsonl has them all",
+        False,
+    )
