@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+
 from pipecat.frames.frames import Frame, LLMContextFrame, StartFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
