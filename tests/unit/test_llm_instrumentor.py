@@ -200,3 +200,24 @@ async def test_the_llm_span_of_a_call_made_while_the_caller_speaks_again_is_unde
     await h.push(9000, EndFrame())
     turn_1 = next(s for s in h.spans(sc.SPAN_TURN) if s.attributes[sc.ATTR_TURN_NUMBER] == 1)
     assert h.one(sc.SPAN_LLM).parent.span_id == turn_1.context.span_id
+
+
+@pytest.mark.asyncio
+async def test_an_error_frame_from_a_stage_marks_that_stage_s_span_in_the_answered_turn():
+    from pipecat.frames.frames import ErrorFrame
+    from pipecat.services.tts_service import TTSService
+
+    class FailingTTS(TTSService):
+        async def run_tts(self, text, context_id=None):
+            yield None
+
+    h = Harness(redact=True)
+    await h.push(0, StartFrame())
+    await speak_and_commit(h, 0)
+    # pipecat pushes the ErrorFrame upstream from the failing processor: the pusher is the stage
+    await h.push(2600, ErrorFrame(error="voice 4711 missing", exception=FileNotFoundError()), source=FailingTTS(sample_rate=16000))
+    assert h.observer.last_activity_mono_ns == 2510 * MS  # an error is not activity on the line
+    await h.push(9000, EndFrame())
+    tts = h.one(sc.SPAN_TTS)
+    assert tts.status.status_code == StatusCode.ERROR and tts.status.description == "FileNotFoundError: voice #### missing"
+    assert tts.attributes[sc.ATTR_ERROR_TYPE] == "FileNotFoundError"
