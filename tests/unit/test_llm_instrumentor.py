@@ -221,3 +221,16 @@ async def test_an_error_frame_from_a_stage_marks_that_stage_s_span_in_the_answer
     tts = h.one(sc.SPAN_TTS)
     assert tts.status.status_code == StatusCode.ERROR and tts.status.description == "FileNotFoundError: voice #### missing"
     assert tts.attributes[sc.ATTR_ERROR_TYPE] == "FileNotFoundError"
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://127.0.0.1:8080/v1", {sc.ATTR_SERVER_ADDRESS: "127.0.0.1", sc.ATTR_SERVER_PORT: 8080}),
+    ("https://api.example.com/v1", {sc.ATTR_SERVER_ADDRESS: "api.example.com", sc.ATTR_SERVER_PORT: 443}),
+    ("http://[::1]:9000/v1", {sc.ATTR_SERVER_ADDRESS: "::1", sc.ATTR_SERVER_PORT: 9000}),
+    ("http://host:notaport/v1", {sc.ATTR_SERVER_ADDRESS: "host"}),
+    ("", {}),
+])
+def test_server_address_is_the_host_and_the_port_is_separate(url, expected):
+    from voicetrace.capture.llm_spans import llm_server_attributes
+
+    assert llm_server_attributes(url) == expected

@@ -27,10 +27,9 @@ def llm_server_attributes(base_url: str | None) -> dict[str, Any]:
     if not parts.hostname:
         return {}
     try:
-        port = parts.port
+        port = parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme)
     except ValueError:  # a port that is not a number: name the host only
         port = None
-    port = port if port is not None else _DEFAULT_PORTS.get(parts.scheme)
     return {sc.ATTR_SERVER_ADDRESS: parts.hostname, **({sc.ATTR_SERVER_PORT: port} if port is not None else {})}
 
 
@@ -45,7 +44,7 @@ def llm_stage_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     if system is not None:
         attrs.setdefault(sc.ATTR_GENAI_PROVIDER, system)
     address = attrs.get(sc.ATTR_SERVER_ADDRESS)
-    if isinstance(address, str) and ("/" in address or ":" in address):
+    if isinstance(address, str) and "://" in address:
         attrs.pop(sc.ATTR_SERVER_ADDRESS)
         for key, value in llm_server_attributes(address).items():
             attrs.setdefault(key, value)
