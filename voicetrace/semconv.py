@@ -1,10 +1,20 @@
 """Span names, event names and attribute keys: the contract between capture and analysis.
 
-OpenTelemetry GenAI names (``gen_ai.*``) where they exist, pipecat's (``conversation.*``,
-``turn.*``) where they fit, ``voice.*`` for what neither defines. Each constant's docstring
-states its unit. Times on spans and events are epoch nanoseconds from the run's one
-monotonic clock (see ``voicetrace.clock``).
+OpenTelemetry's semantic conventions where they define the key (imported from
+``opentelemetry.semconv``, never retyped: ``gen_ai.*``, ``server.*``, ``error.type``), pipecat's
+(``conversation.*``, ``turn.*``) where they fit, ``voice.*`` for what neither defines. Each
+constant's docstring states its unit. Times on spans and events are epoch nanoseconds from the
+run's one monotonic clock (see ``voicetrace.clock``).
+
+The LLM call's span follows the GenAI client-span convention (kind CLIENT, ``gen_ai.operation.name``
+``chat``, ``gen_ai.provider.name``, ``server.address`` host + ``server.port``) except its name:
+it stays ``llm`` (the convention's ``chat {model}``) because the report and every existing trace
+key the pipeline's stages on span names.
 """
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import server_attributes as _server
 
 # --- span names -----------------------------------------------------------------------
 SPAN_CONVERSATION = "conversation"
@@ -18,7 +28,7 @@ SPAN_ENDPOINTING = "turn.endpointing"
 SPAN_ASR = "asr"
 """ASR work for the turn → final transcript available."""
 SPAN_LLM = "llm"
-"""LLM request sent → last token received (client side)."""
+"""LLM request sent → last token received (client side); kind CLIENT, GenAI ``chat`` attributes."""
 SPAN_TTS = "tts"
 """First text handed to TTS → last audio out of TTS."""
 SPAN_BOT_SPEECH = "bot.speech"
@@ -107,19 +117,28 @@ ATTR_ASR_INTERIMS = "voice.asr.interim_count"
 """Int; interim transcripts published while the caller spoke."""
 
 # --- LLM (OpenTelemetry GenAI) --------------------------------------------------------
-ATTR_GENAI_SYSTEM = "gen_ai.system"
-"""String; the LLM provider/server family."""
-ATTR_GENAI_OPERATION = "gen_ai.operation.name"
-"""String; ``chat``."""
-ATTR_GENAI_REQUEST_MODEL = "gen_ai.request.model"
+ATTR_GENAI_OPERATION = _gen_ai.GEN_AI_OPERATION_NAME
+"""String; ``chat`` (GENAI_OPERATION_CHAT)."""
+GENAI_OPERATION_CHAT = _gen_ai.GenAiOperationNameValues.CHAT.value
+"""The value of ATTR_GENAI_OPERATION on every ``llm`` span."""
+ATTR_GENAI_PROVIDER = _gen_ai.GEN_AI_PROVIDER_NAME
+"""String; the LLM provider/server family as the client knows it (e.g. ``openai``)."""
+ATTR_GENAI_SYSTEM = _gen_ai.GEN_AI_SYSTEM
+"""String; deprecated by OpenTelemetry for ATTR_GENAI_PROVIDER: found on traces written before it.
+Capture never writes it: a stage attribute given under this key is written as the provider."""
+ATTR_GENAI_REQUEST_MODEL = _gen_ai.GEN_AI_REQUEST_MODEL
 """String; model name requested."""
-ATTR_GENAI_SERVER_ADDRESS = "server.address"
-"""String; LLM server base URL."""
-ATTR_GENAI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+ATTR_SERVER_ADDRESS = _server.SERVER_ADDRESS
+"""String; the LLM server's host name or IP address (no scheme, port or path)."""
+ATTR_SERVER_PORT = _server.SERVER_PORT
+"""Int; the LLM server's port (the scheme's default when the URL names none)."""
+ATTR_GENAI_SERVER_ADDRESS = ATTR_SERVER_ADDRESS
+"""Old name of ATTR_SERVER_ADDRESS. A base URL given under it is split into host and port."""
+ATTR_GENAI_OUTPUT_TOKENS = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
 """Int, tokens; content tokens received."""
-ATTR_GENAI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+ATTR_GENAI_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
 """Int, tokens; prompt tokens (when the server reports usage)."""
-ATTR_GENAI_FINISH_REASONS = "gen_ai.response.finish_reasons"
+ATTR_GENAI_FINISH_REASONS = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
 """String[]; why generation stopped."""
 ATTR_LLM_TTFT_MS = "voice.llm.ttft_ms"
 """Float, milliseconds; first content token − request sent."""
@@ -153,7 +172,7 @@ ATTR_SERVER_CLAMPED = "voice.server.clamped"
 """Bool; the server's duration did not fit inside the client's view and was clamped."""
 
 # --- tools ----------------------------------------------------------------------------
-ATTR_TOOL_NAME = "gen_ai.tool.name"
+ATTR_TOOL_NAME = _gen_ai.GEN_AI_TOOL_NAME
 """String; the tool's name."""
 ATTR_TOOL_TRIGGER = "voice.tool.trigger"
 """String; ``function_call`` (the model asked) or ``intent`` (rules on the transcript)."""
@@ -183,8 +202,10 @@ ATTR_BOT_UNSPOKEN_TOKENS = "voice.bot.unspoken_tokens"
 """Int, tokens; LLM tokens generated but never played, pro rata to unplayed audio (estimate)."""
 
 # --- errors ---------------------------------------------------------------------------
-ATTR_ERROR_TYPE = "error.type"
-"""String; the class of error a stage hit."""
+ATTR_ERROR_TYPE = _error.ERROR_TYPE
+"""String; the class of error a stage hit (the exception's class name; ERROR_TYPE_OTHER without one)."""
+ERROR_TYPE_OTHER = _error.ErrorTypeValues.OTHER.value
+"""``_OTHER``: OpenTelemetry's error.type for a failure that has no exception class (e.g. no tokens)."""
 
 # --- resource (every span of a run; see voicetrace.export) ----------------------------
 RES_DEPLOYMENT_ENVIRONMENT = "deployment.environment"

@@ -8,18 +8,18 @@ and ``llm`` spans are started live, because an LLM request carries their ids (tr
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from voicetrace import semconv as sc
-from voicetrace.capture.content import ContentPolicy, redact
-from voicetrace.capture.llm_stream import LLMCall
-from voicetrace.capture.turn_record import ToolRun, TurnRecord
+from voicetrace.capture.content import ContentPolicy
+from voicetrace.capture.llm_spans import call_attributes, call_error, error_status, llm_stage_attributes
+from voicetrace.capture.sinks import LLMCall, ToolRun
+from voicetrace.capture.turn_record import TurnRecord
 
 _NS_PER_MS = 1_000_000
 # llama.cpp's decode time includes sampling the first token, which the client sees as the end
@@ -62,6 +62,7 @@ class SpanBuilder:
         self._content = content or ContentPolicy()
         # Static per-stage attributes (model names, voice, VAD settings) from the pipeline config.
         self._stage_attributes = {k: dict(v) for k, v in (stage_attributes or {}).items()}
+        self._llm_attributes = llm_stage_attributes(self._stage_attributes.pop(sc.SPAN_LLM, {}))
 
     # --- live spans ---------------------------------------------------------------------
     def start_turn_span(self, rec: TurnRecord, conversation: Context | None) -> Span:
@@ -71,9 +72,10 @@ class SpanBuilder:
         )
 
     def start_llm_span(self, request_ns: int, parent: Context) -> Span:
+        """A GenAI client span (kind CLIENT, operation ``chat``), named ``llm`` (see semconv)."""
         return self._tracer.start_span(
-            sc.SPAN_LLM, context=parent, start_time=self._wall(request_ns),
-            attributes=self._stage_attributes.get(sc.SPAN_LLM, {}),
+            sc.SPAN_LLM, context=parent, kind=SpanKind.CLIENT, start_time=self._wall(request_ns),
+            attributes=self._llm_attributes,
         )
 
     # --- finished spans -----------------------------------------------------------------
@@ -171,41 +173,18 @@ class SpanBuilder:
     def _llm(self, call: LLMCall, rec: TurnRecord, ctx: Context, superseded: bool = False) -> None:
         tokens = call.token_times_ns
         end = call.end_ns if call.end_ns is not None else (tokens[-1] if tokens else call.request_ns)
-        output_tokens = call.output_tokens if call.output_tokens is not None else sum(call.token_counts)
-        attrs: dict[str, Any] = {
-            sc.ATTR_GENAI_OPERATION: "chat",
-            sc.ATTR_GENAI_OUTPUT_TOKENS: output_tokens,
-            sc.ATTR_GENAI_INPUT_TOKENS: call.input_tokens,
-            sc.ATTR_LLM_CHUNKS: len(tokens),
-            sc.ATTR_LLM_OUTPUT_CHARS: len(call.text),
-            sc.ATTR_LLM_OUTPUT: self._content.text(call.text),
-            sc.ATTR_GENAI_FINISH_REASONS: [call.finish_reason] if call.finish_reason else None,
-            sc.ATTR_LLM_TOOL_CALLS: call.tool_calls or None,
-            sc.ATTR_LLM_PREPARE_MS: _ms(call.request_ns - call.prepare_ns) if call.prepare_ns is not None else None,
-        }
+        attrs = call_attributes(call, self._content)
         events: list[Event] = []
         if tokens:
-            attrs[sc.ATTR_LLM_TTFT_MS] = _ms(tokens[0] - call.request_ns)
-            n = sum(call.token_counts)
-            if n > 1:
-                attrs[sc.ATTR_LLM_TPOT_MS] = _ms(tokens[-1] - tokens[0]) / (n - 1)
             events.append((sc.EVENT_FIRST_TOKEN, tokens[0], {}))
             # Only multi-token chunks carry a count (readers take 1 when it is absent): attributes
             # are most of an event's cost, and this path runs once per token.
             events.extend((sc.EVENT_TOKEN, t, {sc.ATTR_TOKEN_COUNT: c} if c > 1 else _NO_ATTRIBUTES)
                           for t, c in zip(tokens, call.token_counts))
-        error = call.error
-        if error is None and "llm" in rec.errors:
-            error = self._error_text(rec.errors["llm"])
-        if error is None and not tokens and not call.tool_calls and not rec.interrupted:
-            # A later call in the same turn replaced this one (pipecat re-ran the LLM with more of
-            # the caller's words): cancelled, not a server that sent nothing.
-            error = "cancelled before the first token" if superseded else "no content tokens received"
+        error, attrs[sc.ATTR_ERROR_TYPE] = call_error(call, rec.errors.get("llm"), interrupted=rec.interrupted,
+                                                      superseded=superseded, content=self._content)
         if call.span is None:
-            call.span = self._tracer.start_span(
-                sc.SPAN_LLM, context=ctx, start_time=self._wall(call.request_ns),
-                attributes=self._stage_attributes.get(sc.SPAN_LLM, {}),
-            )
+            call.span = self.start_llm_span(call.request_ns, ctx)
         span = self._finish(call.span, call.request_ns, end, attrs, events, error)
         if call.server_timings and tokens:
             self._llama_server_spans(call, span, end)
@@ -253,11 +232,8 @@ class SpanBuilder:
         )
 
     def _error_text(self, error: tuple[int, str, str]) -> str:
-        """A stage's error for its span status; the message may quote the call, so --redact applies."""
         _, kind, message = error
-        if self._content.redact:
-            message = redact(message)
-        return f"{kind}: {message}" if message else kind
+        return error_status(kind, message, self._content)
 
     def _tts(self, rec: TurnRecord, ctx: Context) -> None:
         error = rec.errors.get("tts")

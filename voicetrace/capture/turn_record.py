@@ -5,19 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from voicetrace.capture.llm_stream import LLMCall
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+    TTSTextFrame,
+)
 
+from voicetrace.capture.sinks import LLMCall, ToolRun
 
-@dataclass
-class ToolRun:
-    name: str
-    start_ns: int
-    end_ns: int | None = None
-    arguments: str | None = None
-    result_chars: int = 0
-    error: str | None = None
-    trigger: str = "intent"
-    """``intent`` (rules on the transcript) or ``function_call`` (the model asked)."""
+OUTPUT_FRAMES = (LLMFullResponseStartFrame, LLMTextFrame, LLMFullResponseEndFrame, TTSStartedFrame, TTSAudioRawFrame,
+                 TTSTextFrame, TTSStoppedFrame, BotStartedSpeakingFrame, BotStoppedSpeakingFrame)
+"""The bot-output frames a turn records (``TurnRecord.record_output``)."""
 
 
 @dataclass
@@ -96,3 +100,45 @@ class TurnRecord:
         if self.llm_calls:
             return self.llm_calls
         return self.frame_llms
+
+    def record_output(self, frame, t: int) -> bool:
+        """Record one of the bot's OUTPUT_FRAMES at ``t``; True when a part of the reply ended
+        (LLM, TTS or bot speech), so the reply may be over."""
+        # Without an instrumented LLM service, the LLM's frames are the best client-side view:
+        # LLMFullResponseStart is pushed just before the request, each LLMTextFrame per chunk.
+        if isinstance(frame, LLMFullResponseStartFrame):
+            # Each response is its own call (a tool's follow-up, or pipecat running the LLM again).
+            self.frame_llms.append(LLMCall(request_ns=t))
+        elif isinstance(frame, LLMTextFrame):
+            if self.frame_llms and frame.text:
+                self.frame_llms[-1].add_content(t, frame.text)
+        elif isinstance(frame, LLMFullResponseEndFrame):
+            if self.frame_llms:
+                self.llm_end_ns = self.frame_llms[-1].end_ns = t
+                return True
+        elif isinstance(frame, TTSStartedFrame):
+            self.tts_open = True
+            if self.tts_start_ns is None:
+                self.tts_start_ns = t
+        elif isinstance(frame, TTSAudioRawFrame):
+            if self.tts_start_ns is not None:
+                if self.tts_first_audio_ns is None:
+                    self.tts_first_audio_ns = t
+                self.tts_last_audio_ns = t
+                self.tts_audio_bytes += len(frame.audio) // max(1, frame.num_channels)
+                self.tts_sample_rate = frame.sample_rate
+        elif isinstance(frame, TTSTextFrame):
+            self.tts_characters += len(frame.text)
+        elif isinstance(frame, TTSStoppedFrame):
+            self.tts_open = False
+            self.tts_stopped_ns = t
+            return True
+        elif isinstance(frame, BotStartedSpeakingFrame):
+            self.bot_speaking = True
+            if self.bot_start_ns is None:
+                self.bot_start_ns = t
+        elif isinstance(frame, BotStoppedSpeakingFrame) and self.bot_speaking:
+            self.bot_speaking = False
+            self.bot_end_ns = t
+            return True
+        return False

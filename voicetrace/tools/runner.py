@@ -5,20 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Protocol
 
 from pipecat.frames.frames import Frame, LLMContextFrame, StartFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from voicetrace.capture.turn_record import ToolRun
+from voicetrace.capture.sinks import ToolSink
 from voicetrace.tools.insurance import InsuranceTools
 from voicetrace.tools.intents import match_intents
 
 TOOL_TIMEOUT_S = 5.0
-
-
-class ToolSink(Protocol):
-    def begin_tool(self, name: str, arguments: str | None, trigger: str, start_ns: int) -> ToolRun: ...
 
 
 async def run_tool(tools: InsuranceTools, sink: ToolSink | None, name: str, arguments: dict, trigger: str) -> dict:
