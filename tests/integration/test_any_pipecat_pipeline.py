@@ -19,7 +19,7 @@ from voicetrace.capture import VoiceTraceObserver
 from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
 from voicetrace.servers.scripted_llm import Reply, Script, ScriptedLLMServer
 from voicetrace.tracing import make_tracer_provider
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 NS_PER_MS = 1_000_000
 
