@@ -56,14 +56,14 @@ def _whole_document(path: Path) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
-def read_document(document: dict, source: str, rows: Rows) -> bool:
+def read_document(document: dict, source: str, rows: Rows, line: int = 1) -> bool:
     """Rows of one JSON document (OTLP request, Jaeger api/v3 or UI JSON); False if it is none of them."""
     if isinstance(document.get("result"), dict):  # Jaeger api/v3: OTLP JSON under "result"
         document = document["result"]
     if "resourceSpans" in document:
-        rows.skip(source, 1, decode_request(document, source, rows.spans, rows.events))
+        rows.skip(source, line, decode_request(document, source, rows.spans, rows.events))
     elif isinstance(document.get("data"), list):  # Jaeger UI download / legacy /api/traces
-        rows.skip(source, 1, jaeger_json.decode_document(document, source, rows.spans, rows.events))
+        rows.skip(source, line, jaeger_json.decode_document(document, source, rows.spans, rows.events))
     else:
         return False
     return True
@@ -86,7 +86,9 @@ def read_lines(path: Path, rows: Rows) -> None:
                 # The last line of a file being written (or cut off) has no newline yet.
                 rows.skip(source, number, ["invalid JSON" if line.endswith(b"\n") else "truncated last line"])
                 continue
-            rows.skip(source, number, decode_request(request, source, rows.spans, rows.events))
+            # A line may be a whole Jaeger answer too (curl of /api/traces/ID or /api/v3/traces/ID).
+            if not (type(request) is dict and read_document(request, source, rows, number)):
+                rows.skip(source, number, decode_request(request, source, rows.spans, rows.events))
 
 
 def read_trace_files(inputs: Iterable[Path]) -> SpanTables:
