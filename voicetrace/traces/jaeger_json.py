@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from voicetrace.traces.otlp_json import _list, _text, as_int, as_time_ns
+from voicetrace.traces.otlp_json import as_int, as_list, as_text, as_time_ns
 
 _STATUS = {"OK": 1, "ERROR": 2}
 _DROPPED_TAGS = ("span.kind", "otel.scope.name", "otel.scope.version", "otel.status_description",
@@ -49,7 +49,7 @@ def _span(span: Any, processes: dict, source: str, spans: list, events: list) ->
     trace_id, span_id = _jaeger_id(span.get("traceID"), 32), _jaeger_id(span.get("spanID"), 16)
     if not trace_id or not span_id:
         raise ValueError("no traceID/spanID")
-    parent = next((r.get("spanID") for r in _list(span, "references")
+    parent = next((r.get("spanID") for r in as_list(span, "references")
                    if type(r) is dict and r.get("refType") == "CHILD_OF"), "")
     tags = _tags(span.get("tags"))
     status = _STATUS.get(str(tags.pop("otel.status_code", "")).upper(), 0)
@@ -58,13 +58,13 @@ def _span(span: Any, processes: dict, source: str, spans: list, events: list) ->
     start_ns = as_time_ns(span.get("startTime"), "startTime") * 1000
     duration_ns = as_time_ns(span.get("duration"), "duration") * 1000
     process = processes.get(span.get("processID")) if type(span.get("processID")) is str else None
-    service = _text(process.get("serviceName")) if type(process) is dict else ""
-    row = (trace_id, span_id, _jaeger_id(parent, 16), _text(span.get("operationName")), start_ns,
+    service = as_text(process.get("serviceName")) if type(process) is dict else ""
+    row = (trace_id, span_id, _jaeger_id(parent, 16), as_text(span.get("operationName")), start_ns,
            start_ns + duration_ns, tags, status, service, source)
     if row[5] > 2**63 - 1:
         raise ValueError("bad startTime")
     span_events = []
-    for log in _list(span, "logs"):
+    for log in as_list(span, "logs"):
         if type(log) is not dict:
             continue
         try:
@@ -86,7 +86,7 @@ def decode_trace(trace: Any, source: str, spans: list, events: list, number: int
     processes = trace.get("processes")
     processes = processes if type(processes) is dict else {}
     bad = []
-    for index, span in enumerate(_list(trace, "spans"), start=1):
+    for index, span in enumerate(as_list(trace, "spans"), start=1):
         try:
             _span(span, processes, source, spans, events)
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
@@ -97,6 +97,6 @@ def decode_trace(trace: Any, source: str, spans: list, events: list, number: int
 def decode_document(document: dict, source: str, spans: list, events: list) -> list[str]:
     """Every trace of a ``{"data": [trace, ...]}`` document."""
     bad = []
-    for number, trace in enumerate(_list(document, "data"), start=1):
+    for number, trace in enumerate(as_list(document, "data"), start=1):
         bad += decode_trace(trace, source, spans, events, number)
     return bad

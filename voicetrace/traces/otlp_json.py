@@ -93,10 +93,10 @@ def any_value(value: Any, depth: int = 0) -> Any:
     if depth >= MAX_DEPTH:
         return None
     if "arrayValue" in value:
-        values = _list(value["arrayValue"], "values")
+        values = as_list(value["arrayValue"], "values")
         return [any_value(v, depth + 1) for v in values]
     if "kvlistValue" in value:
-        return attributes_dict(_list(value["kvlistValue"], "values"), depth + 1)
+        return attributes_dict(as_list(value["kvlistValue"], "values"), depth + 1)
     if "bytesValue" in value:
         inner = value["bytesValue"]
         return inner if type(inner) is str else None
@@ -115,11 +115,13 @@ def attributes_dict(attributes: Any, depth: int = 0) -> dict:
     return out
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A JSON string, or "" for anything else."""
     return value if type(value) is str else ""
 
 
-def _list(container: Any, key: str) -> list:
+def as_list(container: Any, key: str) -> list:
+    """``container[key]`` when the container is an object and that is a list, else []."""
     value = container.get(key) if type(container) is dict else None
     return value if type(value) is list else []
 
@@ -161,13 +163,13 @@ def decode_request(request: Any, source: str, spans: list, events: list) -> list
         return [NOT_A_REQUEST]
     bad: list[str] = []
     index = 0
-    for resource_spans in _list(request, "resourceSpans"):
+    for resource_spans in as_list(request, "resourceSpans"):
         resource = resource_spans.get("resource") if type(resource_spans) is dict else None
         service = attributes_dict(resource.get("attributes") if type(resource) is dict else None).get("service.name")
-        service = _text(service)
+        service = as_text(service)
         # instrumentationLibrarySpans: the name before OTLP 0.15, still written by old exporters
-        for scope_spans in _list(resource_spans, "scopeSpans") + _list(resource_spans, "instrumentationLibrarySpans"):
-            for span in _list(scope_spans, "spans"):
+        for scope_spans in as_list(resource_spans, "scopeSpans") + as_list(resource_spans, "instrumentationLibrarySpans"):
+            for span in as_list(scope_spans, "spans"):
                 index += 1
                 try:
                     _span(span, service, source, spans, events)
