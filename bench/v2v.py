@@ -87,7 +87,7 @@ def pct(values, p):
 def run_variant(variant: Variant, call: str, out_dir: Path, tail_s: float | None, samples: Path = SAMPLES) -> None:
     from voicetrace.analysis.turns import turn_metrics
     from voicetrace.runner import RunOptions, run_call
-    from voicetrace.traces.otlp_json import read_trace_files
+    from voicetrace.traces.files import read_trace_files
 
     script = json.loads((samples / f"{call}.json").read_text())
     options = RunOptions(call_path=samples / f"{call}.wav", out_dir=out_dir, overrides=dict(variant.overrides),

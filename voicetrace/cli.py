@@ -169,16 +169,11 @@ class _RunProgress:
 
 
 def _report_file(trace: Path) -> None:
-    from voicetrace.acoustic.runs import acoustic_check
-    from voicetrace.analysis.turns import turn_metrics
-    from voicetrace.render.terminal import print_acoustic, print_turn_table
-    from voicetrace.traces.otlp_json import read_trace_files
+    """After a run: the same report ``voicetrace report RUN_FOLDER`` prints (voicetrace.report pipeline)."""
+    from voicetrace.commands.report import print_run_report
+    from voicetrace.run.folder import RunFolder
 
-    spans = read_trace_files([trace])
-    turns = turn_metrics(spans)
-    acoustic = acoustic_check(turns, spans)  # call.wav beside the trace: acoustic V2V beside event V2V
-    print_turn_table(console, turns, skipped=spans.skipped)
-    print_acoustic(console, acoustic)
+    _analysis(print_run_report, RunFolder.of(trace).path)
 
 
 @app.command()
@@ -216,48 +211,22 @@ def _analysis(command, *args, **kwargs) -> None:
         raise _fail(exc.message, exc.code)
 
 
-def _report_jaeger(traces, jaeger, service, since, trace_ids, limit, **report_options) -> None:
-    """The same report as from files, from the spans Jaeger's query API gives back."""
-    from voicetrace.analysis.report import build_report
-    from voicetrace.commands.inputs import model_shape
+def _report_jaeger(traces, jaeger, service, since, trace_ids, limit, budget_ms, gguf, model_shape,
+                   **report_options) -> None:
+    """The same report as from files (the same pipeline), from the spans Jaeger's query API gives back."""
+    from voicetrace.commands import CommandError
+    from voicetrace.commands.inputs import build_from_jaeger
     from voicetrace.commands.report import report_command
-    from voicetrace.traces.jaeger import JaegerQueryError, JaegerUnreachableError, parse_since_s, read_jaeger
 
     if not jaeger:
         raise _fail("give trace files or run folders, or --jaeger http://HOST:16686 --service NAME", EXIT_USAGE)
     if traces:
         raise _fail("give trace files or --jaeger, not both", EXIT_USAGE)
     try:
-        spans = read_jaeger(jaeger, service, parse_since_s(since), trace_ids, limit)
-    except JaegerUnreachableError as exc:
-        raise _fail(str(exc), EXIT_RUNTIME)
-    except JaegerQueryError as exc:
-        raise _fail(str(exc), EXIT_INPUT)
-    budget_ms = report_options["budget_ms"]
-    if budget_ms <= 0:
-        raise _fail(f"--budget-ms must be positive, not {budget_ms:g}", EXIT_USAGE)
-    from voicetrace.commands import CommandError
-
-    try:
-        gguf = report_options.pop("gguf") or _gguf_for_model(spans)
-        shape = model_shape([], gguf, report_options.pop("model_shape"))
+        report = build_from_jaeger(jaeger, service, since, trace_ids, limit, budget_ms, gguf, model_shape)
     except CommandError as exc:
         raise _fail(exc.message, exc.code)
-    report = build_report(spans, budget_ms=budget_ms, model_shape=shape, sources=[jaeger])
     _analysis(report_command, [], report=report, **report_options)
-
-
-def _gguf_for_model(spans):
-    """The cached GGUF of the model the llm spans asked for (as a run folder's run.json would give)."""
-    from voicetrace import semconv as sc
-    from voicetrace.commands.inputs import cache_dir
-
-    llm = spans.spans[spans.spans["name"] == sc.SPAN_LLM]
-    for model in {a.get(sc.ATTR_GENAI_REQUEST_MODEL) for a in llm["attributes"]} - {None, ""}:
-        found = sorted((cache_dir() / "models").glob(f"{Path(str(model)).name}*.gguf"))
-        if found:
-            return found[0]
-    return None
 
 
 @app.command()

@@ -207,7 +207,7 @@ ATTR_ERROR_TYPE = _error.ERROR_TYPE
 ERROR_TYPE_OTHER = _error.ErrorTypeValues.OTHER.value
 """``_OTHER``: OpenTelemetry's error.type for a failure that has no exception class (e.g. no tokens)."""
 
-# --- resource (every span of a run; see voicetrace.export) ----------------------------
+# --- resource (every span of a run; see voicetrace.otel.resource) ----------------------------
 RES_DEPLOYMENT_ENVIRONMENT = "deployment.environment"
 """String; where the run happened (``local`` unless --environment / OTEL_RESOURCE_ATTRIBUTES)."""
 RES_PIPELINE_CONFIG_PREFIX = "voice.pipeline.config."

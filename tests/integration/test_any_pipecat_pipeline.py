@@ -18,7 +18,7 @@ from voicetrace.audio.source import iter_pipeline_frames, open_call
 from voicetrace.capture import VoiceTraceObserver
 from voicetrace.pipelines.file_transport import CallTimeline, FileInputTransport, PacedOutputTransport
 from voicetrace.servers.scripted_llm import Reply, Script, ScriptedLLMServer
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES
 

@@ -11,7 +11,7 @@ import pytest
 import soundfile as sf
 
 from voicetrace import semconv as sc
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
 

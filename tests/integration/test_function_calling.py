@@ -14,7 +14,7 @@ import pytest
 
 from voicetrace import semconv as sc
 from voicetrace.servers.scripted_llm import Reply, Script, ScriptedLLMServer
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
 

@@ -22,7 +22,7 @@ from voicetrace import __version__
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import turn_metrics
 from voicetrace.traces.jaeger import API_LEGACY, read_jaeger
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
 from tests.integration.jaeger_server import Jaeger, wait_for

@@ -14,7 +14,7 @@ import soundfile as sf
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import turn_metrics
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
 

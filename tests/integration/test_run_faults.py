@@ -27,7 +27,7 @@ import soundfile as sf
 from voicetrace import semconv as sc
 from voicetrace.servers.faulty_llm import Fault, FaultyLLMServer
 from voicetrace.servers.scripted_llm import Reply, Script
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE, wait_for
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE, wait_for
 

@@ -11,16 +11,16 @@ from voicetrace.analysis.metrics import SEGMENTS
 from voicetrace.analysis.budgets import BudgetError, check, parse
 from voicetrace.analysis.diff import diff
 from voicetrace.analysis.kvcache import ModelShape, parse_shape
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.analysis.whatif import whatif
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 from tests.report.synth import Turn, call_spans, many_calls, write_trace
 
 
 def report_for(tmp_path, turns, name="t.jsonl", **kwargs):
     path = write_trace(tmp_path / name, [call_spans(turns)])
-    return build_report(load([path]), **kwargs)
+    return build_report(read_trace_files([path]), **kwargs)
 
 
 def seg_ms(row):
@@ -66,7 +66,7 @@ def test_a_tool_between_transcript_and_llm_request_leaves_unattributed(tmp_path)
     tool = dict(turn, spanId="00000000000000aa", name="tool.get_claim_status", attributes=[], events=[],
                 startTimeUnixNano=str(T0 + (ready_ms + 10) * MS), endTimeUnixNano=str(T0 + (ready_ms + 35) * MS),
                 parentSpanId=turn["spanId"])
-    r = build_report(load([write_trace(tmp_path / "t.jsonl", [spans + [tool]])]))
+    r = build_report(read_trace_files([write_trace(tmp_path / "t.jsonl", [spans + [tool]])]))
     row = r.turns.iloc[0]
     assert row["bd_tools_ms"] == pytest.approx(25, abs=1e-6)
     assert row["bd_unattributed_ms"] == pytest.approx(40 - 25, abs=1e-6)
@@ -163,7 +163,7 @@ def test_diff_marks_better_and_worse(tmp_path):
 
 def test_many_calls_are_counted(tmp_path):
     path = write_trace(tmp_path / "many.jsonl", many_calls(12, 5))
-    r = build_report(load([path]))
+    r = build_report(read_trace_files([path]))
     assert r.summary.calls == 12 and r.summary.turns == 60
     assert r.summary.get("itl").n == len(r.gaps) > 0
 
@@ -173,5 +173,5 @@ def test_unknown_spans_are_kept_and_grouped(tmp_path):
     extra = dict(spans[0], spanId="ffff000000000001", parentSpanId="", name="http.get", attributes=[])
     extra2 = dict(extra, spanId="ffff000000000002")
     path = write_trace(tmp_path / "t.jsonl", [spans + [extra, extra2]])
-    r = build_report(load([path]))
+    r = build_report(read_trace_files([path]))
     assert r.other.set_index("name").loc["http.get", "count"] == 2

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.render.html import build_page
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 from tests.browser import Chromium, chromium_path
 
@@ -42,7 +42,7 @@ def browser():
 
 
 def open_report(browser, traces, which, tmp_path):
-    report = build_report(load([traces[which]]))
+    report = build_report(read_trace_files([traces[which]]))
     page = tmp_path / f"{which}.html"
     page.write_text(build_page(report), encoding="utf-8")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

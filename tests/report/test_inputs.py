@@ -9,16 +9,16 @@ import numpy as np
 import orjson
 import pytest
 
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.analysis.metrics import METRICS, TURN_TABLE
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_jaeger_trace_json_matches_the_otlp_source():
-    ours = build_report(load([DATA / "jaeger_source.jsonl"])).turns
-    jaeger = build_report(load([DATA / "jaeger_trace.json"])).turns
+    ours = build_report(read_trace_files([DATA / "jaeger_source.jsonl"])).turns
+    jaeger = build_report(read_trace_files([DATA / "jaeger_trace.json"])).turns
     assert len(ours) == len(jaeger) == 2
     for col in [METRICS[k].column for k in TURN_TABLE] + ["bd_tools_ms", "bd_llm_prefill_ms", "bd_unattributed_ms", "itl_p50_ms"]:
         assert np.allclose(ours[col], jaeger[col], atol=1e-3, equal_nan=True), col
@@ -26,7 +26,7 @@ def test_jaeger_trace_json_matches_the_otlp_source():
 
 
 def test_pipecat_spans_are_mapped_onto_ours():
-    turns = build_report(load([DATA / "pipecat_trace.jsonl"])).turns
+    turns = build_report(read_trace_files([DATA / "pipecat_trace.jsonl"])).turns
     assert list(turns["turn"]) == [1, 2]
     row = turns.iloc[0]
     assert row["transcript"] == "hello 1" and row["language"] == "en"
@@ -44,9 +44,9 @@ def test_pretty_printed_single_request_and_collector_lines(tmp_path):
     pretty.write_bytes(orjson.dumps(orjson.loads(lines[0]), option=orjson.OPT_INDENT_2))
     v3 = tmp_path / "v3.json"
     v3.write_bytes(orjson.dumps({"result": orjson.loads(lines[0])}, option=orjson.OPT_INDENT_2))
-    reference = build_report(load([DATA / "jaeger_source.jsonl"])).turns
+    reference = build_report(read_trace_files([DATA / "jaeger_source.jsonl"])).turns
     for path in (pretty, v3):
-        turns = build_report(load([path])).turns
+        turns = build_report(read_trace_files([path])).turns
         assert np.allclose(reference["v2v_ms"], turns["v2v_ms"]), path.name
 
 
@@ -54,7 +54,7 @@ def test_run_folder_and_several_inputs(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "trace.jsonl").write_bytes((DATA / "jaeger_source.jsonl").read_bytes())
-    report = build_report(load([run, DATA / "pipecat_trace.jsonl"]))
+    report = build_report(read_trace_files([run, DATA / "pipecat_trace.jsonl"]))
     assert report.summary.calls == 2 and report.summary.turns == 4
 
 
@@ -62,10 +62,9 @@ def test_real_run_trace_breakdown_and_definitions():
     """A trace recorded by `voicetrace run` (claim_status, content captured, llama.cpp timings, tools)."""
     from voicetrace import semconv as sc
     from voicetrace.analysis.metrics import SEGMENTS
-    from voicetrace.traces.otlp_json import read_trace_files
 
     tables = read_trace_files([DATA / "claim_status_trace.jsonl"])
-    report = build_report(load([DATA / "claim_status_trace.jsonl"]))
+    report = build_report(read_trace_files([DATA / "claim_status_trace.jsonl"]))
     turns = report.turns
     spans = tables.spans
     assert len(turns) == 4

@@ -16,11 +16,11 @@ from voicetrace.analysis.breakdown import breakdown
 from voicetrace.analysis.budgets import BudgetError, parse
 from voicetrace.analysis.diff import diff
 from voicetrace.analysis.metrics import METRICS, SEGMENTS
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.analysis.turns import TURN_COLUMNS, turn_metrics
 from voicetrace.analysis.whatif import whatif
 from voicetrace.render import renderer
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files as load
 
 from tests.report.synth import Turn, call_spans, write_trace
 

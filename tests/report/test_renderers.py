@@ -8,10 +8,10 @@ import re
 import orjson
 import pytest
 
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.render import renderer
 from voicetrace.render.html import build_page
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 from tests.report.conftest import XSS
 
@@ -19,7 +19,7 @@ from tests.report.conftest import XSS
 @pytest.mark.parametrize("which", ["empty", "one", "many"])
 @pytest.mark.parametrize("name", ["terminal", "json", "html"])
 def test_every_renderer_on_every_input(traces, which, name):
-    report = build_report(load([traces[which]]))
+    report = build_report(read_trace_files([traces[which]]))
     out = io.StringIO()
     renderer(name)(report, out)
     text = out.getvalue()
@@ -35,7 +35,7 @@ def test_every_renderer_on_every_input(traces, which, name):
 
 
 def test_terminal_and_json_give_the_same_numbers(traces):
-    report = build_report(load([traces["many"]]))
+    report = build_report(read_trace_files([traces["many"]]))
     doc = orjson.loads(_render("json", report))
     terminal = _render("terminal", report)
     v2v = doc["summary"]["metrics_ms"]["v2v"]
@@ -45,7 +45,7 @@ def test_terminal_and_json_give_the_same_numbers(traces):
 
 
 def test_transcripts_are_escaped_in_the_html(traces):
-    page = build_page(build_report(load([traces["one"]])))
+    page = build_page(build_report(read_trace_files([traces["one"]])))
     assert XSS not in page
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page  # the table shows it as text
     data = re.search(r'<script type="application/json" id="voicetrace-data">(.*?)</script>', page, re.S).group(1)
@@ -56,7 +56,7 @@ def test_html_aggregates_when_there_are_thousands_of_turns(tmp_path):
     from tests.report.synth import many_calls, write_trace
 
     path = write_trace(tmp_path / "big.jsonl", many_calls(300, 10))
-    report = build_report(load([path]))
+    report = build_report(read_trace_files([path]))
     page = build_page(report)
     assert report.summary.turns == 3000
     assert page.count('<option') == 0  # options are built in the browser from the data

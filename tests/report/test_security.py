@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.capture.content import ContentPolicy
 from voicetrace.capture.llm_stream import LLMCall
 from voicetrace.capture.span_builder import SpanBuilder
@@ -24,7 +24,7 @@ from voicetrace.capture.turn_record import ToolRun, TurnRecord
 from voicetrace.render.html import build_page
 from voicetrace.servers.faulty_llm import FaultyLLMServer
 from voicetrace.servers.llama import LlamaServer
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import ROOT, VOICETRACE
 from tests.report.conftest import XSS
@@ -50,7 +50,7 @@ def test_every_text_field_of_a_trace_is_escaped_in_the_html(tmp_path):
                                   "scopeSpans": [{"scope": {"name": XSS}, "spans": spans}]}]}
     path = tmp_path / "hostile.jsonl"
     path.write_bytes(orjson.dumps(request) + b"\n" + b"{broken " + XSS.encode() + b"\n")
-    tables = load([path])
+    tables = read_trace_files([path])
     page = build_page(build_report(tables, sources=[str(path)]))
     assert "<img src=x" not in page and '<script>window' not in page
     # Only voicetrace's own script elements: plotly, the data island, the page script.

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.report import build_report
-from voicetrace.analysis.server_spans import attach_server_spans
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.report import build_report
+from voicetrace.traces.server_spans import SKEW_NOTE, derive_server_spans
+from voicetrace.traces.files import read_trace_files
 
 from tests.report.synth import MS, T0, Turn, _span, call_spans, write_trace
 
@@ -35,7 +35,8 @@ def trace_with_server_span(tmp_path, start_off_ms, end_off_ms):
 
 def test_server_span_inside_the_client_span_gives_queue_prefill_decode(tmp_path):
     tables, llm = trace_with_server_span(tmp_path, 5, -5)
-    out, skew = attach_server_spans(tables)
+    out = derive_server_spans(tables)
+    skew = out.notes[SKEW_NOTE]
     assert skew.empty
     kids = out.spans[out.spans["parent_span_id"] == llm["spanId"]].set_index("name")
     server_start = int(llm["startTimeUnixNano"]) + 5 * MS
@@ -54,7 +55,8 @@ def test_server_span_inside_the_client_span_gives_queue_prefill_decode(tmp_path)
 
 def test_server_clock_outside_the_client_span_is_reported_not_drawn(tmp_path):
     tables, llm = trace_with_server_span(tmp_path, -250, -250)  # server clock 250 ms behind
-    out, skew = attach_server_spans(tables)
+    out = derive_server_spans(tables)
+    skew = out.notes[SKEW_NOTE]
     assert list(skew["skew_ms"]) == [pytest.approx(250)]
     assert not out.spans["name"].isin([sc.SPAN_LLM_QUEUE, sc.SPAN_LLM_PREFILL, sc.SPAN_LLM_DECODE]).any()
     report = build_report(tables)

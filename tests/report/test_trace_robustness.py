@@ -14,10 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.report import build_report
+from voicetrace.report import build_report
 from voicetrace.render import renderer
-from voicetrace.traces.load import load
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import VOICETRACE
 from tests.report.synth import Turn, _attrs, call_spans, write_trace
@@ -30,7 +29,7 @@ def _request(spans: list[dict], service: str = "voicetrace") -> dict:
 
 def _report_everything(paths):
     """Load, analyse and render every way; returns (tables, report, terminal text, JSON doc)."""
-    tables = load(paths)
+    tables = read_trace_files(paths)
     report = build_report(tables)
     term, doc = io.StringIO(), io.StringIO()
     renderer("terminal")(report, term)

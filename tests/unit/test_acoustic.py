@@ -19,7 +19,7 @@ from voicetrace.acoustic.runs import analyze_recording
 from voicetrace.acoustic.trace import write_trace
 from voicetrace.acoustic.vad import speech_segments
 from voicetrace.analysis.turns import turn_metrics
-from voicetrace.traces.load import load
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
 
@@ -198,7 +198,7 @@ def test_trace_reads_back_as_turns_with_v2v_equal_to_the_gap(tmp_path):
                                       (0, barge, CALLER[1], None), (1, barge + dur(CALLER[1]) + 0.9, AGENT[1], None)])
     a = analyze_recording(path)
     count = write_trace(a, tmp_path / "t.jsonl", t0_ns=1_700_000_000_000_000_000)
-    tables = load([tmp_path / "t.jsonl"])
+    tables = read_trace_files([tmp_path / "t.jsonl"])
     spans = tables.spans
     assert count == len(spans) == 1 + len(a.turns) + len(a.caller_segments) + len(a.agent_segments)
     tm = turn_metrics(tables)

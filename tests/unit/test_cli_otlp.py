@@ -37,11 +37,14 @@ def test_report_from_unreachable_jaeger(cli_env):
     assert_one_line_error(result, 4, "is not reachable")
 
 
+# Usage mistakes exit 2 (issue 11: --since/--limit were 3), before any request to Jaeger (port 9: nothing there).
 @pytest.mark.parametrize("args, code, needle", [
     ([], 2, "--jaeger"),
-    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--since", "soon"], 3, "--since"),
-    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--limit", "0"], 3, "--limit"),
-    (["--jaeger", "http://127.0.0.1:9"], 3, "--service"),
+    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--since", "soon"], 2, "--since"),
+    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--limit", "0"], 2, "--limit"),
+    (["--jaeger", "http://127.0.0.1:9"], 2, "--service"),
+    (["--jaeger", "http://127.0.0.1:9", "--trace-id", ""], 2, "--trace-id"),
+    (["--jaeger", "http://127.0.0.1:9", "--service", "x", "--budget-ms", "0"], 2, "--budget-ms"),
 ])
 def test_report_usage_errors(cli_env, args, code, needle):
     assert_one_line_error(run_cli("report", *args, env=cli_env), code, needle)

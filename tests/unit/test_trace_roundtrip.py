@@ -17,7 +17,7 @@ from voicetrace.analysis.turns import turn_metrics
 from voicetrace.capture.observer import VoiceTraceObserver
 from voicetrace.clock import FakeClock
 from voicetrace.otel.jsonl import OtlpJsonLinesExporter
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.unit.test_observer import MS, WALL0, play_turn
 

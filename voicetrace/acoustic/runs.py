@@ -1,7 +1,11 @@
-"""The acoustic check of run folders: find each trace's call.wav, analyse it, compare (I/O here only)."""
+"""The acoustic check of run folders: find each trace's call.wav, analyse it, compare (I/O here only).
+
+``join_acoustic`` is the report pipeline's acoustic step (voicetrace.report): Report → new Report.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -11,9 +15,7 @@ from voicetrace.acoustic.check import AcousticCheck, compare_turns, disagreement
 from voicetrace.acoustic.conversation import BARGE_IN_COLUMNS, ConversationAnalysis, analyze_segments
 from voicetrace.acoustic.levels import RecordingError, frame_levels, recording_info
 from voicetrace.acoustic.vad import VadConfig, speech_segments, threshold_db
-
-RUN_RECORDING = "call.wav"
-"""A run's stereo recording: caller left (channel 0), bot right (channel 1)."""
+from voicetrace.run.folder import RunFolder
 
 
 def analyze_recording(path: Path, caller_channel: int = 0, agent_channel: int = 1,
@@ -40,32 +42,36 @@ def analyze_recording(path: Path, caller_channel: int = 0, agent_channel: int = 
 
 
 def recordings_for(tables) -> dict[str, Path]:
-    """trace_id → the call.wav beside the trace file it was read from (run folders only)."""
+    """trace_id → the call recording of the run folder its trace file was read from (run folders only)."""
     spans = tables.spans
     conv = spans[spans["name"] == sc.SPAN_CONVERSATION]
     found = {}
     for trace_id, source in zip(conv["trace_id"], conv["source"]):
         if not isinstance(source, str) or not source:
             continue
-        wav = Path(source).parent / RUN_RECORDING
+        wav = RunFolder.of(Path(source)).call_recording
         if wav.is_file():
             found[trace_id] = wav
     return found
 
 
-def attach_acoustic(report, recordings: dict[str, Path] | None = None) -> None:
-    """Add CHECK_COLUMNS to ``report.turns`` and set ``report.acoustic`` when the traces have recordings."""
-    report.acoustic = acoustic_check(report.turns, report.tables, recordings)
+def join_acoustic(report, recordings: dict[str, Path] | None = None):
+    """The report with CHECK_COLUMNS added to its turns and ``acoustic`` set, when its traces have
+    recordings; the report unchanged otherwise. ``report`` itself is not modified."""
+    columns, check = acoustic_check(report.turns, report.tables, recordings)
+    if check is None:
+        return report
+    return dataclasses.replace(report, turns=report.turns.assign(**columns), acoustic=check)
 
 
-def acoustic_check(turns: pd.DataFrame, tables, recordings: dict[str, Path] | None = None) -> AcousticCheck | None:
-    """Add CHECK_COLUMNS to ``turns`` (turn_metrics rows, in place); None when no trace has a recording.
-
-    A recording that cannot be read is reported as a warning; the event report stands without it.
+def acoustic_check(turns: pd.DataFrame, tables, recordings: dict[str, Path] | None = None
+                   ) -> tuple[dict, AcousticCheck | None]:
+    """CHECK_COLUMNS for ``turns`` (turn_metrics rows, by column name) and the AcousticCheck; ({}, None)
+    when no trace has a recording. A recording that can't be read is a warning; the event report stands.
     """
     recordings = recordings_for(tables) if recordings is None else recordings
     if not recordings:
-        return None
+        return {}, None
     analyses, warnings = {}, []
     for trace_id, path in recordings.items():
         try:
@@ -76,12 +82,12 @@ def acoustic_check(turns: pd.DataFrame, tables, recordings: dict[str, Path] | No
     conv = spans[spans["name"] == sc.SPAN_CONVERSATION]
     starts = {(t, s): int(v) for t, s, v in zip(conv["trace_id"], conv["span_id"], conv["start_ns"])}
     checked = compare_turns(turns, starts, analyses)
-    for col in checked.columns:
-        turns[col] = checked[col].to_numpy()
+    columns = {col: checked[col].to_numpy() for col in checked.columns}
     names = dict(zip(turns["trace_id"], turns["conversation"]))
     barge = [a.barge_ins.assign(conversation=names.get(tid, tid[:8])) for tid, a in analyses.items() if len(a.barge_ins)]
     barge_ins = (pd.concat(barge, ignore_index=True) if barge
                  else pd.DataFrame(columns=["conversation"] + BARGE_IN_COLUMNS))[["conversation"] + BARGE_IN_COLUMNS]
     vad = next(iter(analyses.values())).meta.get("vad", {}) if analyses else {}
-    return AcousticCheck(recordings={k: str(v) for k, v in recordings.items()}, analyses=analyses,
-                                    barge_ins=barge_ins, warnings=warnings + disagreements(turns), vad=vad)
+    check = AcousticCheck(recordings={k: str(v) for k, v in recordings.items()}, analyses=analyses,
+                          barge_ins=barge_ins, warnings=warnings + disagreements(turns.assign(**columns)), vad=vad)
+    return columns, check

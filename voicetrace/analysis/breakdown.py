@@ -22,7 +22,7 @@ import pandas as pd
 from voicetrace import semconv as sc
 from voicetrace.analysis.metrics import CHAIN, SEGMENTS
 from voicetrace.analysis.turns import KEY, NS_PER_MS
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 SPAN_SERVER_QUEUE = sc.SPAN_LLM_QUEUE
 SPAN_SERVER_PREFILL = sc.SPAN_LLM_PREFILL

@@ -12,7 +12,7 @@ import pandas as pd
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import KEY
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 SPAN_SERVER_PREFILL = sc.SPAN_LLM_PREFILL
 

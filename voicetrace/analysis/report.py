@@ -1,5 +1,8 @@
 """Everything a report shows, computed once: the spans → turns table (metrics, breakdown, ITL,
-prompt tokens, KV bytes), token gaps, the summary, unknown spans. Renderers only format this."""
+prompt tokens, KV bytes), token gaps, the summary, unknown spans. Renderers only format this.
+
+Build a Report with ``voicetrace.report.build_report`` (it normalises the spans first); this module is
+the analysis step of that pipeline, on tables already normalised."""
 
 from __future__ import annotations
 
@@ -9,12 +12,12 @@ import pandas as pd
 
 from voicetrace.analysis.breakdown import SEGMENTS, breakdown
 from voicetrace.analysis.kvcache import ModelShape, kv_bytes, prompt_tokens
-from voicetrace.analysis.server_spans import attach_server_spans
 from voicetrace.analysis.summary import Summary, summarize
 from voicetrace.analysis.tokens import per_turn_itl, token_events, token_gaps
 from voicetrace.analysis.turns import turn_metrics
 from voicetrace.analysis.waterfall import other_spans
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.server_spans import SKEW_COLUMNS, SKEW_NOTE
+from voicetrace.traces.tables import SpanTables
 
 
 @dataclass
@@ -54,9 +57,10 @@ def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | N
     return full, gaps
 
 
-def build_report(tables: SpanTables, budget_ms: float = 1000.0, model_shape: ModelShape | None = None,
-                 sources: list[str] | None = None) -> Report:
-    tables, skew = attach_server_spans(tables)
+def analyse_normalised(tables: SpanTables, budget_ms: float = 1000.0, model_shape: ModelShape | None = None,
+                       sources: list[str] | None = None) -> Report:
+    """The Report of normalised tables (voicetrace.report.build_report normalises, then calls this)."""
     turns, gaps = analyse(turn_metrics(tables), tables, model_shape)
+    skew = tables.notes.get(SKEW_NOTE, pd.DataFrame(columns=SKEW_COLUMNS))
     return Report(tables, turns, gaps, summarize(turns, gaps, budget_ms), other_spans(tables), model_shape,
                   list(sources or []), skew)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import KEY, NS_PER_MS
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 GAP_COLUMNS = KEY + ["llm_span_id", "gap_ms", "split"]
 

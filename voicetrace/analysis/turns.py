@@ -16,7 +16,7 @@ import pandas as pd
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.metrics import REGISTRY, TURN_METRICS
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 NS_PER_MS = 1_000_000
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import KEY, NS_PER_MS
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 KNOWN_SPANS = {sc.SPAN_CONVERSATION, sc.SPAN_TURN, *sc.STAGE_SPANS}
 SERVER_PREFIX = "llm.server."

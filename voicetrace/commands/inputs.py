@@ -1,43 +1,63 @@
-"""Shared input handling: trace paths → SpanTables, model shape from --gguf / --model-shape / run.json."""
+"""Shared input handling: a source (trace paths or Jaeger) → Report through the one report pipeline
+(voicetrace.report.build_report); the model shape from --model-shape / --gguf / the run's model."""
 
 from __future__ import annotations
 
-import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterable, Iterator
 
-from voicetrace.commands import EXIT_INPUT, EXIT_USAGE, CommandError
+from voicetrace.commands import CommandError
+from voicetrace.errors import InputError, UsageError, UserError
 
 
-def load_tables(paths: list[Path]):
-    from voicetrace.traces.load import load
-    from voicetrace.traces.otlp_json import TraceInputError
-
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A library UserError (voicetrace.errors) → the CommandError cli.py prints, same line and exit code."""
     try:
-        return load(paths)
-    except TraceInputError as exc:
-        raise CommandError(str(exc), EXIT_INPUT) from None
+        yield
+    except UserError as exc:
+        raise CommandError(exc.message, exc.exit_code) from None
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("VOICETRACE_CACHE", Path.home() / ".cache" / "voicetrace"))
 
 
-def _gguf_from_runs(paths: list[Path]) -> Path | None:
-    """The embedded default's GGUF for a run folder whose run.json names its model."""
+def run_models(paths: Iterable[Path]) -> list[str]:
+    """The model each run folder's run.json names (the embedded default's GGUF is found by it)."""
+    from voicetrace.run.folder import RunFolder
+
+    models = []
     for path in paths:
-        run_json = (path if path.is_dir() else path.parent) / "run.json"
-        try:
-            model = json.loads(run_json.read_text())["pipeline"]["llm_model"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        found = sorted((cache_dir() / "models").glob(f"{Path(str(model)).name}*.gguf"))
+        info = RunFolder.of(path).read_info() or {}
+        pipeline = info.get("pipeline")
+        model = pipeline.get("llm_model") if isinstance(pipeline, dict) else None
+        if model:
+            models.append(str(model))
+    return models
+
+
+def span_models(tables) -> list[str]:
+    """The models the llm spans asked for (Jaeger holds no run.json)."""
+    from voicetrace import semconv as sc
+
+    llm = tables.spans[tables.spans["name"] == sc.SPAN_LLM]
+    models = (a.get(sc.ATTR_GENAI_REQUEST_MODEL) for a in llm["attributes"] if isinstance(a, dict))
+    return list(dict.fromkeys(str(m) for m in models if m))
+
+
+def _cached_gguf(models: Iterable[str]) -> Path | None:
+    for model in models:
+        found = sorted((cache_dir() / "models").glob(f"{Path(model).name}*.gguf"))
         if found:
             return found[0]
     return None
 
 
-def model_shape(paths: list[Path], gguf: Path | None, shape: str | None):
+def model_shape(gguf: Path | None, shape: str | None, models: Iterable[str] = ()):
+    """--model-shape, else --gguf's header, else the cached GGUF of one of ``models`` (None if not found)."""
     from voicetrace.analysis.kvcache import parse_shape
     from voicetrace.traces.gguf import GGUFError, model_shape as read_shape
 
@@ -45,15 +65,12 @@ def model_shape(paths: list[Path], gguf: Path | None, shape: str | None):
         try:
             return parse_shape(shape)
         except ValueError as exc:
-            raise CommandError(str(exc), EXIT_USAGE) from None
+            raise UsageError(str(exc)) from None
     if gguf is not None:
         if not gguf.exists():
-            raise CommandError(f"{gguf}: no such file", EXIT_INPUT)
-        try:
-            return read_shape(gguf)
-        except GGUFError as exc:
-            raise CommandError(str(exc), EXIT_INPUT) from None
-    auto = _gguf_from_runs(paths)
+            raise InputError(f"{gguf}: no such file")
+        return read_shape(gguf)
+    auto = _cached_gguf(models)
     if auto is not None:
         try:
             return read_shape(auto)
@@ -62,15 +79,29 @@ def model_shape(paths: list[Path], gguf: Path | None, shape: str | None):
     return None
 
 
-def build(paths: list[Path], budget_ms: float = 1000.0, gguf: Path | None = None, shape: str | None = None):
-    from voicetrace.analysis.report import build_report
-
+def _check_budget(budget_ms: float) -> None:
     if budget_ms <= 0:
-        raise CommandError(f"--budget-ms must be positive, not {budget_ms:g}", EXIT_USAGE)
-    from voicetrace.acoustic.runs import attach_acoustic
+        raise UsageError(f"--budget-ms must be positive, not {budget_ms:g}")
 
-    tables = load_tables(paths)
-    report = build_report(tables, budget_ms=budget_ms, model_shape=model_shape(paths, gguf, shape),
-                          sources=[str(p) for p in paths])
-    attach_acoustic(report)  # run folders: acoustic V2V from call.wav beside each trace
-    return report
+
+def build(paths: list[Path], budget_ms: float = 1000.0, gguf: Path | None = None, shape: str | None = None):
+    """The Report of trace files / run folders."""
+    from voicetrace.report import build_report
+    from voicetrace.traces.files import read_trace_files
+
+    with user_errors():
+        _check_budget(budget_ms)
+        tables = read_trace_files(paths)
+        return build_report(tables, budget_ms, model_shape(gguf, shape, run_models(paths)), sources=paths)
+
+
+def build_from_jaeger(url: str, service: str | None, since: str, trace_ids: list[str] | None, limit: int,
+                      budget_ms: float = 1000.0, gguf: Path | None = None, shape: str | None = None):
+    """The Report of the traces Jaeger's query API gives back: the same pipeline as for files."""
+    from voicetrace.report import build_report
+    from voicetrace.traces.jaeger import parse_since_s, read_jaeger
+
+    with user_errors():
+        _check_budget(budget_ms)
+        tables = read_jaeger(url, service, parse_since_s(since), trace_ids, limit)
+        return build_report(tables, budget_ms, model_shape(gguf, shape, span_models(tables)), sources=[url])

@@ -11,12 +11,13 @@ import struct
 from pathlib import Path
 
 from voicetrace.analysis.kvcache import ModelShape
+from voicetrace.errors import InputError
 
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 
 
-class GGUFError(Exception):
+class GGUFError(InputError):
     """Not a GGUF file, or the shape keys are missing; one line for the user."""
 
 

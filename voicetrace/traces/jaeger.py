@@ -2,7 +2,7 @@
 
 Jaeger ≥ 1.5x serves the api/v3 HTTP endpoints, which return OTLP JSON (``{"result":
 {"resourceSpans": ...}}``) with nanosecond times; older ones only the UI's ``/api/traces`` JSON
-(microseconds, tags and logs), which is converted here. Searches page backwards in time, at most
+(microseconds, tags and logs), which ``jaeger_json`` decodes. Searches page backwards in time, at most
 ``page_traces`` traces per request and ``limit`` in all, so a busy service can't blow memory.
 """
 
@@ -16,9 +16,12 @@ from typing import Iterator
 
 import httpx
 import orjson
-import pandas as pd
 
-from voicetrace.traces.otlp_json import EVENT_COLUMNS, SPAN_COLUMNS, SpanTables, TraceInputError, _rows_from_request
+from voicetrace.errors import EXIT_RUNTIME, UsageError
+from voicetrace.traces import jaeger_json
+from voicetrace.traces.files import TraceInputError
+from voicetrace.traces.otlp_json import decode_request
+from voicetrace.traces.tables import Rows, SpanTables
 
 API_V3 = "v3"
 API_LEGACY = "legacy"
@@ -31,14 +34,16 @@ class JaegerQueryError(TraceInputError):
 
 
 class JaegerUnreachableError(JaegerQueryError):
-    """Jaeger's query API did not answer."""
+    """Jaeger's query API did not answer: a runtime failure, not bad input."""
+
+    exit_code = EXIT_RUNTIME
 
 
 def parse_since_s(text: str) -> float:
     """``90s``, ``15m``, ``1h``, ``2d``, ``1w`` → seconds."""
     match = _DURATION.match(text or "")
     if not match:
-        raise JaegerQueryError(f"--since {text!r}: use a number and a unit, like 30m, 1h or 2d")
+        raise UsageError(f"--since {text!r}: use a number and a unit, like 30m, 1h or 2d")
     return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
@@ -48,12 +53,14 @@ class JaegerSource:
     timeout_s: float = 10.0
     api: str | None = None
     """API_V3, API_LEGACY, or None to find out (v3 when the server has it)."""
+    transport: httpx.BaseTransport | None = None
+    """httpx's default, or e.g. an ``httpx.MockTransport`` that answers like Jaeger (tests)."""
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
         if "://" not in self.base_url:
             self.base_url = "http://" + self.base_url
-        self._client = httpx.Client(timeout=self.timeout_s)
+        self._client = httpx.Client(timeout=self.timeout_s, transport=self.transport)
 
     def close(self) -> None:
         self._client.close()
@@ -61,23 +68,20 @@ class JaegerSource:
     # --- public ---------------------------------------------------------------------------
     def read(self, service: str | None = None, since_s: float = 3600.0, trace_ids: list[str] | None = None,
              limit: int = 20, page_traces: int = 10) -> SpanTables:
-        spans: list = []
-        events: list = []
+        rows = Rows()
         if trace_ids:
             for trace_id in trace_ids:
-                self._add(self._get_trace(trace_id), spans, events)
+                self._add(self._get_trace(trace_id), rows)
         else:
-            if not service:
-                raise JaegerQueryError("--jaeger needs --service NAME (or --trace-id ID)")
             self._check_service(service)
             found = 0
             for page in self._find_pages(service, since_s, limit, page_traces):
-                found += self._add(page, spans, events)
+                found += self._add(page, rows)
             if not found:
                 raise JaegerQueryError(
                     f"no traces of service {service!r} in the last {_human(since_s)} in Jaeger at {self.base_url}"
                 )
-        return _tables(spans, events)
+        return rows.tables()
 
     # --- API detection and errors ---------------------------------------------------------
     def _get(self, path: str, params: dict | None = None) -> httpx.Response:
@@ -169,30 +173,23 @@ class JaegerSource:
             raise JaegerQueryError(f"Jaeger at {self.base_url}: HTTP {response.status_code} searching {service!r}: {_message(response)}")
         return self._json(response)
 
-    def _add(self, payloads: list[dict], spans: list, events: list) -> int:
+    def _add(self, payloads: list[dict], rows: Rows) -> int:
         """Rows from API payloads (v3 or legacy); returns how many traces they held."""
         count = 0
+        source = f"jaeger:{self.base_url}"
         for payload in payloads:
             if self._api() == API_V3:
                 request = payload.get("result", payload)
-                _rows_from_request(request, f"jaeger:{self.base_url}", spans, events)
+                rows.skip(source, 1, decode_request(request, source, rows.spans, rows.events))
                 count += len({s.get("traceId") for rs in request.get("resourceSpans", []) or []
                               for ss in rs.get("scopeSpans", []) or [] for s in ss.get("spans", []) or []})
             else:
-                for trace in payload.get("data", []) or []:
-                    _legacy_rows(trace, f"jaeger:{self.base_url}", spans, events)
-                    count += 1
+                rows.skip(source, 1, jaeger_json.decode_document(payload, source, rows.spans, rows.events))
+                count += len(payload.get("data", []) or [])
         return count
 
 
 # --- helpers ------------------------------------------------------------------------------
-def _tables(spans: list, events: list) -> SpanTables:
-    span_df = pd.DataFrame.from_records(spans, columns=SPAN_COLUMNS)
-    event_df = pd.DataFrame.from_records(events, columns=EVENT_COLUMNS)
-    for df, cols in ((span_df, ("start_ns", "end_ns")), (event_df, ("time_ns",))):
-        for col in cols:
-            df[col] = df[col].astype("int64")
-    return SpanTables(span_df, event_df)
 
 
 def _rfc3339(ns: int) -> str:
@@ -258,52 +255,18 @@ def _trace_start_ns(body: dict, api: str) -> int:
     )
 
 
-_STATUS = {"OK": 1, "ERROR": 2}
-
-
-def _legacy_rows(trace: dict, source: str, spans: list, events: list) -> None:
-    """Jaeger's UI JSON (µs times, typed tags, logs) → the same rows as OTLP JSON."""
-    processes = trace.get("processes", {}) or {}
-    for span in trace.get("spans", []) or []:
-        trace_id = str(span.get("traceID", "")).rjust(32, "0")
-        span_id = str(span.get("spanID", "")).rjust(16, "0")
-        parent = next((r.get("spanID", "") for r in span.get("references", []) or []
-                       if r.get("refType") == "CHILD_OF"), "")
-        tags = {t.get("key"): _legacy_value(t) for t in span.get("tags", []) or []}
-        status = _STATUS.get(str(tags.pop("otel.status_code", "")).upper(), 0)
-        for key in ("span.kind", "otel.scope.name", "otel.scope.version", "otel.status_description",
-                    "internal.span.format", "error"):
-            tags.pop(key, None)
-        start_ns = int(span.get("startTime", 0)) * 1000
-        process = processes.get(span.get("processID"), {}) or {}
-        spans.append((
-            trace_id, span_id, str(parent).rjust(16, "0") if parent else "", span.get("operationName", ""),
-            start_ns, start_ns + int(span.get("duration", 0)) * 1000, tags, status,
-            process.get("serviceName", ""), source,
-        ))
-        for log in span.get("logs", []) or []:
-            fields = {f.get("key"): _legacy_value(f) for f in log.get("fields", []) or []}
-            events.append((trace_id, span_id, str(fields.pop("event", "")), int(log.get("timestamp", 0)) * 1000, fields))
-
-
-def _legacy_value(tag: dict):
-    value, kind = tag.get("value"), tag.get("type", "string")
-    if kind == "int64":
-        return int(value)
-    if kind == "float64":
-        return float(value)
-    if kind == "bool":
-        return value if isinstance(value, bool) else str(value).lower() == "true"
-    return value
-
-
 def read_jaeger(base_url: str, service: str | None = None, since_s: float = 3600.0,
                 trace_ids: list[str] | None = None, limit: int = 20, api: str | None = None,
-                page_traces: int = 10) -> SpanTables:
-    """Spans of the newest ``limit`` traces of ``service`` (or of ``trace_ids``) from Jaeger."""
+                page_traces: int = 10, transport: httpx.BaseTransport | None = None) -> SpanTables:
+    """Spans of the newest ``limit`` traces of ``service`` (or of ``trace_ids``) from Jaeger (raw: the
+    report pipeline normalises them like any other source)."""
     if limit < 1:
-        raise JaegerQueryError("--limit must be at least 1")
-    source = JaegerSource(base_url, api=api)
+        raise UsageError(f"--limit must be at least 1, not {limit}")
+    if trace_ids is not None and not all(t.strip() for t in trace_ids):
+        raise UsageError("--trace-id needs a trace id (32 hex digits)")
+    if not trace_ids and not service:
+        raise UsageError("--jaeger needs --service NAME (or --trace-id ID)")
+    source = JaegerSource(base_url, api=api, transport=transport)
     try:
         return source.read(service, since_s, trace_ids, limit, page_traces)
     finally:

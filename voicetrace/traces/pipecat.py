@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from voicetrace import semconv as sc
-from voicetrace.traces.otlp_json import EVENT_COLUMNS, SpanTables
+from voicetrace.traces.tables import SpanTables, events_frame
 
 PIPECAT_STT = "stt"
 _ATTR_MAP = {
@@ -61,6 +61,5 @@ def map_pipecat(tables: SpanTables) -> SpanTables:
     spans.loc[mask & (spans["name"] == PIPECAT_STT), "name"] = sc.SPAN_ASR
     events = tables.events
     if new_events:
-        added = pd.DataFrame.from_records(new_events, columns=EVENT_COLUMNS).astype({"time_ns": "int64"})
-        events = pd.concat([events, added], ignore_index=True)
-    return SpanTables(spans, events, tables.skipped_lines)
+        events = pd.concat([events, events_frame(new_events)], ignore_index=True)
+    return tables.replaced(spans, events)

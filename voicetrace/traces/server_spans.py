@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
-from voicetrace.traces.otlp_json import SpanTables
+from voicetrace.traces.tables import SpanTables
 
 QUEUE_S = "gen_ai.latency.time_in_queue"
 PREFILL_S = "gen_ai.latency.time_in_model_prefill"
@@ -23,6 +23,8 @@ SKEW_TOLERANCE_NS = 1_000_000
 """Server and client stamps from two processes on one host agree to well under a millisecond."""
 
 SKEW_COLUMNS = ["trace_id", "llm_span_id", "server_span_id", "skew_ms"]
+SKEW_NOTE = "server_skew"
+"""The note (SpanTables.notes) with one SKEW_COLUMNS row per server span that did not fit."""
 
 
 def _seconds(attrs: dict, key: str) -> float:
@@ -30,19 +32,20 @@ def _seconds(attrs: dict, key: str) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def attach_server_spans(tables: SpanTables) -> tuple[SpanTables, pd.DataFrame]:
-    """Tables with derived ``llm.server.*`` spans added, and one row per skewed server span."""
+def derive_server_spans(tables: SpanTables) -> SpanTables:
+    """Tables with derived ``llm.server.*`` spans added, and the ``server_skew`` note (one row per skewed
+    server span; empty when every server span fits)."""
     spans = tables.spans
     is_server = spans["attributes"].map(lambda a: isinstance(a, dict) and QUEUE_S in a)
-    empty = pd.DataFrame(columns=SKEW_COLUMNS)
+    empty = tables.replaced(notes={SKEW_NOTE: pd.DataFrame(columns=SKEW_COLUMNS)})
     if not is_server.any():
-        return tables, empty
+        return empty
     client = spans[spans["name"] == sc.SPAN_LLM][["trace_id", "span_id", "start_ns", "end_ns"]]
     server = spans[is_server].merge(
         client, left_on=["trace_id", "parent_span_id"], right_on=["trace_id", "span_id"], suffixes=("", "_client")
     )
     if server.empty:
-        return tables, empty
+        return empty
     early = server["start_ns_client"] - server["start_ns"]
     late = server["end_ns"] - server["end_ns_client"]
     skew_ns = np.maximum(early, late)
@@ -85,4 +88,4 @@ def attach_server_spans(tables: SpanTables) -> tuple[SpanTables, pd.DataFrame]:
         known = set(map(tuple, have.to_numpy()))
         extra = extra[[(t, p, n) not in known for t, p, n in zip(extra["trace_id"], extra["parent_span_id"], extra["name"])]]
     merged = pd.concat([spans, extra[spans.columns]], ignore_index=True)
-    return SpanTables(merged, tables.events, tables.skipped_lines), skews
+    return tables.replaced(merged, notes={SKEW_NOTE: skews})
