@@ -64,7 +64,7 @@ def run_call(options: RunOptions, progress: ProgressFn | None = None) -> RunResu
     started = time.monotonic()
 
     with ExitStack() as stack:
-        backend: LLMBackend = external or stack.enter_context(embedded_backend(
+        backend = external if external is not None else stack.enter_context(embedded_backend(
             llama_files, folder.llama_log, settings.get("llm_threads", PipelineConfig.llm_threads),
             options.llm_stall_timeout_s))
         config = PipelineConfig(llm_base_url=backend.base_url, llm_model=backend.model, asr_model_path=str(asr_dir),
