@@ -39,36 +39,26 @@ class Variant:
     first_turn_ms: list = field(default_factory=list)
 
 
-def parse_value(text: str):
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "null"):
-        return None
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_variant(spec: str) -> Variant:
     name, _, settings = spec.partition(":")
+    from voicetrace.run.options import parse_settings
+
     overrides = {}
     capture = True
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
         if key == "capture":
-            capture = parse_value(value) not in (False, "off")
+            capture = value.strip().lower() not in ("false", "off")
         else:
-            overrides[key] = parse_value(value)
+            overrides.update(parse_settings([item]))  # the same KEY=VALUE rules as `voicetrace run --set`
     return Variant(name, overrides, capture)
 
 
 def acoustic_v2v_ms(run_dir: Path, script: dict) -> list[float]:
     """Scripted end of each caller line → first bot audio after it (NaN: no answer before the next line)."""
-    bot, rate = sf.read(run_dir / "bot.wav", dtype="int16")
+    from voicetrace.run.folder import RunFolder
+
+    bot, rate = sf.read(RunFolder(run_dir).bot_audio, dtype="int16")
     lines = script["lines"]
     out = []
     for i, line in enumerate(lines):
@@ -86,7 +76,7 @@ def pct(values, p):
 
 def run_variant(variant: Variant, call: str, out_dir: Path, tail_s: float | None, samples: Path = SAMPLES) -> None:
     from voicetrace.analysis.turns import turn_metrics
-    from voicetrace.runner import RunOptions, run_call
+    from voicetrace.run import RunOptions, run_call
     from voicetrace.traces.files import read_trace_files
 
     script = json.loads((samples / f"{call}.json").read_text())

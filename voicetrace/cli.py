@@ -14,6 +14,8 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from voicetrace.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_SIGINT, EXIT_USAGE, EXIT_VIOLATION
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -23,12 +25,6 @@ app = typer.Typer(
 # Off a terminal (CI logs, pipes) rich assumes 80 columns, too narrow for the turn table.
 console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True)
-
-EXIT_USAGE = 2
-EXIT_INPUT = 3
-EXIT_RUNTIME = 4
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
 
 
 def _fail(message: str, code: int) -> "typer.Exit":
@@ -60,84 +56,42 @@ def run(
     llm_timeout_s: float = typer.Option(30.0, "--llm-timeout-s", help="An LLM server that sends nothing for this long (before answering or mid-stream) ends that turn's LLM call with an error span; the run goes on."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
-    from voicetrace.audio.source import AudioInputError
-    from voicetrace.render.terminal import print_turn_table
-    from voicetrace.runner import RunError, RunInterrupted, RunOptions, run_call
-
-    if vad not in ("webrtc", "silero"):
-        raise _fail(f"--vad must be webrtc or silero, not {vad!r}", EXIT_USAGE)
-    if asr not in ("streaming", "segmented"):
-        raise _fail(f"--asr must be streaming or segmented, not {asr!r}", EXIT_USAGE)
-    asr_model = asr_model or ("tiny.en" if language == "en" else "base")
-    if asr_model not in ("tiny.en", "base"):
-        raise _fail(f"--asr-model must be tiny.en or base, not {asr_model!r}", EXIT_USAGE)
-    if tools not in ("intent", "function", "both", "off"):
-        raise _fail(f"--tools must be intent, function, both or off, not {tools!r}", EXIT_USAGE)
-    options = RunOptions(
-        call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
-        capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools, tools_db=tools_db, run_id=run_id,
-        asr_mode=asr, asr_model=asr_model, language=language, overrides=_parse_settings(settings or []),
-    )
+    from voicetrace.errors import UserError
     from voicetrace.otel.live import export_summary, quiet_exporter_logs
-    from voicetrace.otel.target import OtlpConfigError, resolve_otlp_target
+    from voicetrace.otel.target import resolve_otlp_target
+    from voicetrace.run import RunInterrupted, RunOptions, run_call
+    from voicetrace.run.options import parse_settings
+
+    def warn(message: str) -> None:
+        err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
     try:
+        options = RunOptions(
+            call_path=call, out_dir=out, llm_url=llm_url, llm_model=model, caller_channel=caller_channel,
+            capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools,
+            tools_db=tools_db, run_id=run_id, asr_mode=asr, asr_model=asr_model, language=language,
+            overrides=parse_settings(settings or []), service_name=service_name, environment=environment,
+            llm_stall_timeout_s=llm_timeout_s, on_warning=warn,
+        )
         options.otlp = resolve_otlp_target(otlp, otlp_protocol, os.environ)
-    except OtlpConfigError as exc:
-        raise _fail(str(exc), EXIT_USAGE)
-    options.service_name, options.environment = service_name, environment
-    if llm_timeout_s <= 0:
-        raise _fail(f"--llm-timeout-s must be positive, not {llm_timeout_s:g}", EXIT_USAGE)
-    options.llm_stall_timeout_s = llm_timeout_s
-    options.on_warning = lambda message: err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
-    quiet_exporter_logs()
-    progress = _RunProgress()
-    try:
-        with progress:
+        options.validate()  # every usage mistake before the progress line (run_call checks again)
+        quiet_exporter_logs()
+        with _RunProgress() as progress:
             result = run_call(options, progress.update)
-    except AudioInputError as exc:
-        raise _fail(str(exc), EXIT_INPUT)
-    except RunError as exc:
-        raise _fail(str(exc), EXIT_RUNTIME)
-    except FileExistsError as exc:
-        raise _fail(f"run folder already exists: {exc.filename}", EXIT_USAGE)
+    except UserError as exc:
+        raise _fail(exc.message, exc.exit_code)
     except (KeyboardInterrupt, RunInterrupted) as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         err_console.print(f"interrupted ({signal.Signals(signum).name}): spans recorded so far are in the run folder")
         raise typer.Exit(128 + signum)
+    folder = result.folder
     console.print(f"run {result.run_id}: {result.turns} turns, {result.spans_written} spans in {result.wall_seconds:.1f} s")
-    console.print(f"  {result.run_dir}/  trace.jsonl  bot.wav  call.wav  run.json")
+    console.print(f"  {folder.path}/  " + "  ".join(p.name for p in (folder.trace, folder.bot_audio,
+                                                                    folder.call_recording, folder.info_path)))
     if result.otlp is not None:
         line, complete = export_summary(options.otlp, result.otlp)
         (console if complete else err_console).print(line, highlight=False, soft_wrap=True)
     _report_file(result.trace_path)
-
-
-def _parse_settings(items: List[str]) -> dict:
-    """--set KEY=VALUE pairs → PipelineConfig overrides (numbers and true/false parsed)."""
-    from dataclasses import fields
-
-    from voicetrace.pipelines.reference import PipelineConfig
-
-    known = {f.name: f for f in fields(PipelineConfig)} | {"llm_threads": None}
-    out: dict = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or key not in known:
-            raise _fail(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(known))}", EXIT_USAGE)
-        lowered = raw.strip().lower()
-        if lowered in ("true", "false"):
-            out[key] = lowered == "true"
-            continue
-        for cast in (int, float):
-            try:
-                out[key] = cast(raw)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = None if lowered in ("none", "null") else raw
-    return out
 
 
 class _RunProgress:
@@ -249,7 +203,7 @@ def doctor() -> None:
     if missing_required:
         raise _fail(
             f"the embedded default cannot run, missing: {', '.join(missing_required)}. Run `make install`.",
-            1,
+            EXIT_VIOLATION,
         )
     console.print("[green]ready:[/] the embedded default can run")
 

@@ -210,6 +210,8 @@ ERROR_TYPE_OTHER = _error.ErrorTypeValues.OTHER.value
 # --- resource (every span of a run; see voicetrace.otel.resource) ----------------------------
 RES_DEPLOYMENT_ENVIRONMENT = "deployment.environment"
 """String; where the run happened (``local`` unless --environment / OTEL_RESOURCE_ATTRIBUTES)."""
+RES_RUN_ID = "voice.run.id"
+"""String; the run folder's name (``voicetrace run`` only): finds a replay's spans from any of them."""
 RES_PIPELINE_CONFIG_PREFIX = "voice.pipeline.config."
 """Prefix of the pipeline configuration's scalar settings (seconds, tokens... as named)."""
 

@@ -14,6 +14,7 @@ import soundfile as sf
 
 from voicetrace import semconv as sc
 from voicetrace.analysis.turns import turn_metrics
+from voicetrace.run.folder import RunFolder
 from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE
@@ -33,7 +34,7 @@ def run(tmp_path_factory):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     run_dir = out / "it"
-    tables = read_trace_files([run_dir / "trace.jsonl"])
+    tables = read_trace_files([RunFolder(run_dir).trace])
     script = json.loads((SAMPLES / f"{CALL}.json").read_text())
     return {"dir": run_dir, "stdout": result.stdout, "tables": tables, "script": script,
             "turns": turn_metrics(tables)}
@@ -104,7 +105,7 @@ def test_transcripts_contain_the_scripted_key_words(run):
 
 
 def test_bot_wav_is_non_silent_exactly_where_bot_speech_spans_are(run):
-    bot, rate = sf.read(run["dir"] / "bot.wav", dtype="int16")
+    bot, rate = sf.read(RunFolder(run["dir"]).bot_audio, dtype="int16")
     spans = run["tables"].spans
     conv_start = spans.query("name == 'conversation'").start_ns.iloc[0]
     inside = np.zeros(len(bot), dtype=bool)
@@ -118,22 +119,23 @@ def test_bot_wav_is_non_silent_exactly_where_bot_speech_spans_are(run):
 
 
 def test_run_folder_has_stereo_call_and_config(run):
-    call, rate = sf.read(run["dir"] / "call.wav", dtype="int16")
+    call, rate = sf.read(RunFolder(run["dir"]).call_recording, dtype="int16")
     source, _ = sf.read(SAMPLES / f"{CALL}.wav", dtype="int16")
-    bot, _ = sf.read(run["dir"] / "bot.wav", dtype="int16")
+    bot, _ = sf.read(RunFolder(run["dir"]).bot_audio, dtype="int16")
     assert rate == 16000 and call.shape[1] == 2
     assert (call[: len(source), 0] == source).all()
     assert (call[:, 1] == bot[: len(call)]).all()
-    info = json.loads((run["dir"] / "run.json").read_text())
+    info = RunFolder(run["dir"]).read_info()
     assert info["status"] == "complete"
     assert info["host"]["cpu_count"] >= 1
     assert info["pipeline"]["llm_model"] and info["pipeline"]["vad_stop_secs"] > 0
+    assert info["llm"]["server"] == "llama-server (embedded)" and info["llm"]["llama_cpp_timings"] is True
     assert info["versions"]["pipecat-ai"] == "1.14.0"
     assert info["turns"] == len(run["script"]["lines"])
 
 
 def test_embedded_llama_server_is_stopped_after_the_run(run):
-    info = json.loads((run["dir"] / "run.json").read_text())
+    info = RunFolder(run["dir"]).read_info()
     port = urlparse(info["pipeline"]["llm_base_url"]).port
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0

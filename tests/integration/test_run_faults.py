@@ -25,6 +25,7 @@ import pytest
 import soundfile as sf
 
 from voicetrace import semconv as sc
+from voicetrace.run.folder import RunFolder
 from voicetrace.servers.faulty_llm import Fault, FaultyLLMServer
 from voicetrace.servers.scripted_llm import Reply, Script
 from voicetrace.traces.files import read_trace_files
@@ -89,14 +90,16 @@ def test_the_run_goes_on_through_llm_faults_and_exits_0(llm_fault_run):
     result = llm_fault_run["result"]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stderr + result.stdout
-    info = json.loads((llm_fault_run["run"] / "run.json").read_text())
-    assert info["status"] == "complete" and info["pipeline"]["extra"]["llm_stall_timeout_s"] == 1.5
+    info = RunFolder(llm_fault_run["run"]).read_info()
+    assert info["status"] == "complete"
+    assert info["llm"] == {"server": "external", "base_url": info["pipeline"]["llm_base_url"], "model": "scripted",
+                           "llama_cpp_timings": False, "stall_timeout_s": 1.5}
     kinds = {kind for _, kind in ((s.turn, s.kind) for s in llm_fault_run["served"])}
     assert kinds == {"http_500", "stall", "malformed_sse"}
 
 
 def test_every_fault_turn_has_an_error_llm_span_and_the_next_turn_answers(llm_fault_run):
-    tables = read_trace_files([llm_fault_run["run"] / "trace.jsonl"])
+    tables = read_trace_files([RunFolder(llm_fault_run["run"]).trace])
     assert tables.skipped == 0
     turns = by_turn(tables.spans)
     assert sorted(turns) == [1, 2, 3, 4]
@@ -125,7 +128,7 @@ def test_unreachable_otlp_endpoint_warns_and_loses_nothing_from_the_file(llm_fau
 
 
 def test_content_is_not_captured_by_default(llm_fault_run):
-    spans = read_trace_files([llm_fault_run["run"] / "trace.jsonl"]).spans
+    spans = read_trace_files([RunFolder(llm_fault_run["run"]).trace]).spans
     for attrs in spans["attributes"]:
         assert sc.ATTR_ASR_TRANSCRIPT not in attrs and sc.ATTR_LLM_OUTPUT not in attrs
         assert sc.ATTR_TOOL_ARGUMENTS not in attrs
@@ -138,7 +141,7 @@ def test_tts_and_tool_failures_are_error_spans_and_the_run_goes_on(tmp_path, mon
     from pipecat.services.piper.tts import PiperTTSService
 
     import voicetrace.tools.runner as tool_runner
-    from voicetrace.runner import RunOptions, run_call
+    from voicetrace.run import RunOptions, run_call
     from voicetrace.tools.insurance import InsuranceTools
 
     call = make_call(tmp_path / "two_turns.wav", [("claim_status", 0), ("claim_status", 1)], gap_s=4.0)
@@ -180,7 +183,7 @@ def test_tts_and_tool_failures_are_error_spans_and_the_run_goes_on(tmp_path, mon
     assert claim.status_code == ERROR and claim.attributes[sc.ATTR_ERROR_TYPE] == "RuntimeError"
     assert [s.status_code for s in turns[2][sc.SPAN_LLM]] == [0]  # the LLM still answered
     assert sc.SPAN_BOT_SPEECH in turns[2]  # and the caller heard it
-    assert json.loads((tmp_path / "svc" / "run.json").read_text())["status"] == "complete"
+    assert RunFolder(tmp_path / "svc").read_info()["status"] == "complete"
 
 
 # --- the embedded llama-server dies mid-call --------------------------------------------------
@@ -218,10 +221,10 @@ def test_embedded_llama_server_dying_mid_call_is_detected_said_and_cleaned_up(tm
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="140"),
     )
     run_dir = tmp_path / "dies"
-    trace = run_dir / "trace.jsonl"
+    trace = RunFolder(run_dir).trace
     try:
         wait_for(lambda: trace.exists() and '"name":"turn"' in trace.read_text(), 150, "the first turn's spans")
-        port = urlparse(json.loads((run_dir / "run.json").read_text())["pipeline"]["llm_base_url"]).port
+        port = urlparse(RunFolder(run_dir).read_info()["pipeline"]["llm_base_url"]).port
         pids = _pids_listening_on(port)
         assert len(pids) == 1
         assert _listening_addresses(port) == ["0100007F"]  # the real llama-server: 127.0.0.1 only
@@ -238,7 +241,7 @@ def test_embedded_llama_server_dying_mid_call_is_detected_said_and_cleaned_up(tm
     assert tables.skipped == 0
     assert (tables.spans["name"] == sc.SPAN_TURN).sum() >= 1
     assert (tables.spans["name"] == sc.SPAN_CONVERSATION).sum() == 1  # closed when the run stopped
-    info = json.loads((run_dir / "run.json").read_text())
+    info = RunFolder(run_dir).read_info()
     assert info["status"] == "failed" and "llama-server exited" in info["error"]
     assert not Path(f"/proc/{pids[0]}").exists()  # reaped, not a zombie
     with socket.socket() as sock:
@@ -257,7 +260,7 @@ def test_all_silence_call_has_no_turns_and_says_so(tmp_path, cli_env):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "all silence: expect no turns" in result.stderr
     assert "no turns in the trace" in result.stdout
-    tables = read_trace_files([tmp_path / "quiet" / "trace.jsonl"])
+    tables = read_trace_files([RunFolder(tmp_path / "quiet").trace])
     assert sorted(tables.spans["name"]) == [sc.SPAN_CONVERSATION, "tool.lookup_policy"]  # the call, and its start
     report = subprocess.run([str(VOICETRACE), "report", str(tmp_path / "quiet"), "--json"], capture_output=True,
                             text=True, timeout=120, env=cli_env)

@@ -3,7 +3,6 @@ llama-server stopped."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -12,6 +11,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from voicetrace.run.folder import RunFolder
 from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import SAMPLES, VOICETRACE, wait_for
@@ -25,7 +25,8 @@ def test_signal_mid_call(tmp_path, signum, code):
         [str(VOICETRACE), "run", str(SAMPLES / "address_change.wav"), "--out", str(tmp_path), "--run-id", "cc"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="140"),
     )
-    trace = tmp_path / "cc" / "trace.jsonl"
+    folder = RunFolder(tmp_path / "cc")
+    trace = folder.trace
     try:
         wait_for(lambda: trace.exists() and '"name":"turn"' in trace.read_text(), 120, "the first turn's spans")
         proc.send_signal(signum)
@@ -40,9 +41,9 @@ def test_signal_mid_call(tmp_path, signum, code):
     assert tables.skipped == 0
     assert (tables.spans["name"] == "turn").sum() >= 1
     assert (tables.spans["name"] == "conversation").sum() == 1  # closed at the interruption
-    info = json.loads((tmp_path / "cc" / "run.json").read_text())
+    info = folder.read_info()
     assert info["status"] == "interrupted"
-    assert (tmp_path / "cc" / "call.wav").exists() and (tmp_path / "cc" / "bot.wav").exists()
+    assert folder.call_recording.exists() and folder.bot_audio.exists()
     port = urlparse(info["pipeline"]["llm_base_url"]).port
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0

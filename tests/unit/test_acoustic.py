@@ -14,7 +14,8 @@ import soxr
 
 from voicetrace.acoustic.check import compare_turns, disagreements
 from voicetrace.acoustic.conversation import analyze_segments
-from voicetrace.acoustic.levels import RecordingError, frame_levels, recording_info
+from voicetrace.acoustic.levels import frame_levels, recording_info
+from voicetrace.audio.file import AudioInputError
 from voicetrace.acoustic.runs import analyze_recording
 from voicetrace.acoustic.trace import write_trace
 from voicetrace.acoustic.vad import speech_segments
@@ -131,10 +132,10 @@ def test_swapped_channel_flags(tmp_path):
 def test_mono_and_bad_channels_are_one_line_errors(tmp_path):
     mono = tmp_path / "mono.wav"
     sf.write(mono, np.zeros(16_000, np.int16), 16_000)
-    with pytest.raises(RecordingError, match="2 are needed"):
+    with pytest.raises(AudioInputError, match="2 are needed"):
         analyze_recording(mono)
     stereo = build(tmp_path / "s.wav", [(0, 0.5, CALLER[0], None)])
-    with pytest.raises(RecordingError, match="agent channel 3 does not exist"):
+    with pytest.raises(AudioInputError, match="agent channel 3 does not exist"):
         analyze_recording(stereo, agent_channel=3)
 
 

@@ -74,3 +74,35 @@ def test_16k_16bit_input_passes_through_bit_exact(tmp_path):
     sf.write(path, samples, 16000, subtype="PCM_16")
     fed = np.frombuffer(b"".join(iter_pipeline_frames(open_call(path))), np.int16)
     assert (fed[: len(samples)] == samples).all()
+
+
+def _chunks_played(rec: CallRecorder, start_ns: int, audio: np.ndarray, rate: int, chunk: int) -> int:
+    """Feed ``audio`` as the output transport does: back to back, each chunk at the previous one's end."""
+    at = start_ns
+    for i in range(0, len(audio), chunk):
+        piece = audio[i : i + chunk]
+        rec.add_bot(at, piece.tobytes(), rate)
+        at += len(piece) * 1_000_000_000 // rate
+    return at
+
+
+def test_bot_audio_in_many_chunks_equals_one_shot_resampling_of_the_whole(tmp_path):
+    import soxr
+
+    rate = 22_050  # Piper voices speak at 22.05 kHz
+    t = np.arange(rate * 2) / rate
+    speech = (8000 * np.sin(2 * np.pi * (300 + 200 * t) * t)).astype(np.int16)  # a 2 s sweep
+    rec = CallRecorder(tmp_path, sample_rate=16000)
+    end_ns = _chunks_played(rec, 500_000_000, speech, rate, chunk=1000)  # 45.35 ms chunks: edges off the sample grid
+    _chunks_played(rec, end_ns + 1_000_000_000, speech[:rate // 2], rate, chunk=777)  # a second reply after 1 s
+    rec.close()
+    track, _ = sf.read(tmp_path / "bot.wav", dtype="int16")
+    whole = soxr.resample(speech, rate, 16000)
+    first = track[8000 : 8000 + len(whole)].astype(int)
+    assert len(first) == len(whole) == 32000
+    assert np.abs(first - whole).max() <= 4  # int16 steps: the stream and the one-shot agree to rounding
+    assert not track[8000 + len(whole) : 8000 + len(whole) + 15000].any()  # the gap stays silent
+    second = soxr.resample(speech[:rate // 2], rate, 16000)
+    start = round((end_ns + 1_000_000_000) * 16000 / 1e9)
+    assert len(track) == start + len(second)
+    assert np.abs(track[start:].astype(int) - second).max() <= 4

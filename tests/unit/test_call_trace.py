@@ -124,12 +124,15 @@ def test_instrument_llm_needs_an_open_trace(tmp_path):
         CallTrace(tmp_path / "t.jsonl").instrument_llm(object())
 
 
-def test_instrument_llm_hands_the_service_and_the_observer_to_the_llm_instrumentation(tmp_path, monkeypatch):
-    import voicetrace.capture.llm_stream as llm_stream
+def test_instrument_llm_times_a_real_service_for_the_observer_and_undoes_it_on_close(tmp_path):
+    from pipecat.services.openai.llm import OpenAILLMService
 
-    calls = []
-    monkeypatch.setattr(llm_stream, "instrument_openai_llm", lambda *args, **kw: calls.append((args, kw)))
-    service = object()
-    with CallTrace(tmp_path / "t.jsonl") as vt:
-        vt.instrument_llm(service, stall_timeout_s=5.0)
-    assert calls == [((service, vt.observer), {"stall_timeout_s": 5.0})]
+    service = OpenAILLMService(api_key="x", base_url="http://127.0.0.1:9/v1", settings=OpenAILLMService.Settings(model="m"))
+    hooks = service._client._client.event_hooks["request"]
+    original = service.get_chat_completions
+    with CallTrace(tmp_path / "t.jsonl", otlp=False) as vt:
+        instrumentor = vt.instrument_llm(service, stall_timeout_s=5.0)
+        assert instrumentor.is_instrumented and len(hooks) == 1 and service.get_chat_completions != original
+        assert instrumentor._sink is vt.observer and instrumentor._clock is vt.clock
+    # closing the trace hands the service back as it was: no hook stamping into a closed trace
+    assert not instrumentor.is_instrumented and hooks == [] and service.get_chat_completions == original

@@ -31,18 +31,22 @@ def test_non_wav_call_file(tmp_path, cli_env):
     assert_one_line_error(result, 3, "not a readable audio file")
 
 
-def test_llm_url_without_model(tmp_path, cli_env):
+def test_llm_url_without_model_is_usage(tmp_path, cli_env):
     from tests.conftest import SAMPLES
 
-    result = run_cli("run", str(SAMPLES / "claim_status.wav"), "--llm-url", "http://127.0.0.1:9", "--out", str(tmp_path), env=cli_env)
-    assert_one_line_error(result, 4, "--model")
+    out = tmp_path / "runs"
+    result = run_cli("run", str(SAMPLES / "claim_status.wav"), "--llm-url", "http://127.0.0.1:9", "--out", str(out), env=cli_env)
+    assert_one_line_error(result, 2, "--model")
+    assert not out.exists()
 
 
 def test_unreachable_llm_url(tmp_path, cli_env):
     from tests.conftest import SAMPLES
 
-    result = run_cli("run", str(SAMPLES / "claim_status.wav"), "--llm-url", "http://127.0.0.1:9", "--model", "m", "--out", str(tmp_path), env=cli_env)
+    out = tmp_path / "runs"
+    result = run_cli("run", str(SAMPLES / "claim_status.wav"), "--llm-url", "http://127.0.0.1:9", "--model", "m", "--out", str(out), env=cli_env)
     assert_one_line_error(result, 4, "not reachable")
+    assert not out.exists()  # checked before the run folder is created
 
 
 def test_report_on_missing_trace(tmp_path, cli_env):

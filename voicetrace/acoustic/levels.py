@@ -11,33 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
-from voicetrace.audio.source import probe_audio_file
+from voicetrace.audio.file import AudioFile, AudioInputError, open_audio, read_blocks
 
 FRAME_MS = 10
 FRAMES_PER_S = 1000 // FRAME_MS
 SILENCE_DB = -120.0
 """Level given to a frame of exact digital silence (log of zero)."""
 _BLOCK_S = 10
-
-
-class RecordingError(Exception):
-    """A recording the acoustic analysis cannot use; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class RecordingInfo:
-    path: Path
-    sample_rate: int
-    channels: int
-    frames: int
-    format: str
-    subtype: str
-
-    @property
-    def duration_ms(self) -> float:
-        return self.frames * 1000.0 / self.sample_rate
 
 
 @dataclass(frozen=True)
@@ -50,13 +31,13 @@ class Levels:
     frame_ms: int = FRAME_MS
 
 
-def recording_info(path: Path | str, min_channels: int = 1) -> RecordingInfo:
-    path = Path(path)
-    info = probe_audio_file(path, RecordingError)
+def recording_info(path: Path | str, min_channels: int = 1) -> AudioFile:
+    """The recording's description; AudioInputError (one line) when unusable or short of channels."""
+    info = open_audio(path)
     if info.channels < min_channels:
-        raise RecordingError(
-            f"{path}: has {info.channels} channel(s); {min_channels} are needed (caller and agent on separate channels)")
-    return RecordingInfo(path, int(info.samplerate), int(info.channels), int(info.frames), info.format, info.subtype)
+        raise AudioInputError(
+            f"{info.path}: has {info.channels} channel(s); {min_channels} are needed (caller and agent on separate channels)")
+    return info
 
 
 def _frame_bounds(first_frame: int, sample_rate: int, upto_sample: int) -> np.ndarray:
@@ -66,26 +47,22 @@ def _frame_bounds(first_frame: int, sample_rate: int, upto_sample: int) -> np.nd
     return ks * sample_rate // FRAMES_PER_S
 
 
-def frame_levels(info: RecordingInfo, channels: list[int]) -> Levels:
+def frame_levels(info: AudioFile, channels: list[int]) -> Levels:
     """RMS dBFS of every 10 ms frame of ``channels``, streamed from the file (last partial frame kept)."""
     rate = info.sample_rate
     out: list[np.ndarray] = []
     pending = np.zeros((0, len(channels)), dtype=np.float64)
     pending_start = 0  # sample index of pending[0]
     next_frame = 0
-    try:
-        blocks = sf.blocks(str(info.path), blocksize=rate * _BLOCK_S, dtype="float32", always_2d=True)
-        for block in blocks:
-            pending = np.concatenate([pending, block[:, channels].astype(np.float64)])
-            bounds = _frame_bounds(next_frame, rate, pending_start + len(pending))
-            if len(bounds) < 2:
-                continue
-            out.append(_levels_between(pending, bounds - pending_start))
-            next_frame += len(bounds) - 1
-            cut = int(bounds[-1] - pending_start)
-            pending, pending_start = pending[cut:], int(bounds[-1])
-    except sf.LibsndfileError as exc:
-        raise RecordingError(f"{info.path}: audio data is corrupt or truncated: {exc}") from None
+    for block in read_blocks(info, _BLOCK_S, channels):
+        pending = np.concatenate([pending, block.astype(np.float64)])
+        bounds = _frame_bounds(next_frame, rate, pending_start + len(pending))
+        if len(bounds) < 2:
+            continue
+        out.append(_levels_between(pending, bounds - pending_start))
+        next_frame += len(bounds) - 1
+        cut = int(bounds[-1] - pending_start)
+        pending, pending_start = pending[cut:], int(bounds[-1])
     if len(pending):
         out.append(_levels_between(pending, np.array([0, len(pending)])))
     db = np.concatenate(out, axis=1) if out else np.zeros((len(channels), 0))

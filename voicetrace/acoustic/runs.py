@@ -13,20 +13,21 @@ import pandas as pd
 from voicetrace import semconv as sc
 from voicetrace.acoustic.check import AcousticCheck, compare_turns, disagreements
 from voicetrace.acoustic.conversation import BARGE_IN_COLUMNS, ConversationAnalysis, analyze_segments
-from voicetrace.acoustic.levels import RecordingError, frame_levels, recording_info
+from voicetrace.acoustic.levels import frame_levels, recording_info
+from voicetrace.audio.file import AudioInputError
 from voicetrace.acoustic.vad import VadConfig, speech_segments, threshold_db
 from voicetrace.run.folder import RunFolder
 
 
 def analyze_recording(path: Path, caller_channel: int = 0, agent_channel: int = 1,
                       config: VadConfig = VadConfig(), long_silence_ms: float = 2000.0) -> ConversationAnalysis:
-    """Stream ``path``, find speech per channel, and analyse the conversation (raises RecordingError)."""
+    """Stream ``path``, find speech per channel, and analyse the conversation (raises AudioInputError)."""
     info = recording_info(path, min_channels=2)
     for name, channel in (("caller", caller_channel), ("agent", agent_channel)):
         if not 0 <= channel < info.channels:
-            raise RecordingError(f"{path}: has {info.channels} channels; {name} channel {channel} does not exist")
+            raise AudioInputError(f"{path}: has {info.channels} channels; {name} channel {channel} does not exist")
     if caller_channel == agent_channel:
-        raise RecordingError(f"caller and agent channel are both {caller_channel}; they must differ")
+        raise AudioInputError(f"caller and agent channel are both {caller_channel}; they must differ")
     levels = frame_levels(info, [caller_channel, agent_channel])
     caller = speech_segments(levels.db[0], config)
     agent = speech_segments(levels.db[1], config)
@@ -76,7 +77,7 @@ def acoustic_check(turns: pd.DataFrame, tables, recordings: dict[str, Path] | No
     for trace_id, path in recordings.items():
         try:
             analyses[trace_id] = analyze_recording(path)
-        except RecordingError as exc:
+        except AudioInputError as exc:
             warnings.append(f"acoustic check skipped: {exc}")
     spans = tables.spans
     conv = spans[spans["name"] == sc.SPAN_CONVERSATION]

@@ -1,1 +1,1 @@
-"""Audio in and out: load and pace the caller's recording, record both sides on one timeline."""
+"""Audio in and out: read recordings (one reader, one error), feed the caller's, record both sides on one timeline."""

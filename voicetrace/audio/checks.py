@@ -12,18 +12,11 @@ import struct
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
-from voicetrace.audio.source import AudioInputError, CallAudio
+from voicetrace.audio.file import AudioInputError, read_blocks
+from voicetrace.audio.source import CallAudio
 
 _BLOCK_SECONDS = 4
-
-
-def _libsndfile_reason(exc: Exception) -> str:
-    text = str(exc).split("\n")[0]
-    text = text.split(": ", 1)[-1] if ": " in text else text
-    return text.replace("Error : ", "").strip().rstrip(".") or type(exc).__name__
-
 
 def wav_declared_data_bytes(path: Path) -> tuple[int, int] | None:
     """(bytes the WAV header's data chunk declares, bytes the file actually holds after it).
@@ -65,17 +58,10 @@ def check_call(call: CallAudio) -> list[str]:
         )
     peak = 0.0
     decoded = 0
-    try:
-        for block in sf.blocks(str(call.path), blocksize=call.sample_rate * _BLOCK_SECONDS, dtype="float32",
-                               always_2d=True):
-            if block.size:
-                decoded += len(block)
-                peak = max(peak, float(np.abs(block[:, call.caller_channel]).max()))
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
-        raise AudioInputError(
-            f"{call.path}: audio data is corrupt or truncated after {decoded / call.sample_rate:.1f} s "
-            f"({_libsndfile_reason(exc)})"
-        ) from None
+    for block in read_blocks(call, _BLOCK_SECONDS, [call.caller_channel]):
+        if block.size:
+            decoded += len(block)
+            peak = max(peak, float(np.abs(block).max()))
     if decoded == 0:
         raise AudioInputError(f"{call.path}: contains no audio")
     if peak == 0.0:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import soundfile as sf
 import soxr
+
+from voicetrace.audio.file import AudioFile, AudioInputError, open_audio, read_blocks
 
 PIPELINE_SAMPLE_RATE = 16_000
 FRAME_MS = 20
@@ -20,62 +21,25 @@ FRAME_SAMPLES = PIPELINE_SAMPLE_RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
 _READ_BLOCK_SECONDS = 2
 
-
-class AudioInputError(Exception):
-    """A recording voicetrace cannot use; the message is one line for the user."""
+__all__ = ["AudioInputError", "CallAudio", "open_call", "iter_pipeline_frames", "PIPELINE_SAMPLE_RATE",
+           "FRAME_MS", "FRAME_SAMPLES", "FRAME_BYTES"]
 
 
 @dataclass(frozen=True)
-class CallAudio:
-    path: Path
-    sample_rate: int
-    channels: int
-    frames: int
-    format: str
-    subtype: str
-    caller_channel: int
+class CallAudio(AudioFile):
+    """A call recording: an audio file and the channel that holds the caller."""
 
-    @property
-    def duration_ms(self) -> float:
-        return self.frames * 1000.0 / self.sample_rate
-
-
-def probe_audio_file(path: Path, error: type[Exception] | None = None):
-    """libsndfile's description of ``path``, or ``error`` (AudioInputError) with a one-line reason."""
-    error = error or AudioInputError
-    if not path.exists():
-        raise error(f"{path}: no such file")
-    if path.is_dir():
-        raise error(f"{path}: is a directory, expected an audio file")
-    if path.stat().st_size == 0:
-        raise error(f"{path}: is empty (0 bytes), expected an audio file")
-    try:
-        info = sf.info(str(path))
-    except Exception as exc:  # libsndfile's message is already one line
-        reason = str(exc).split("\n")[0].split(": ", 1)[-1]
-        raise error(f"{path}: not a readable audio file (WAV, FLAC, OGG): {reason}") from None
-    if info.frames <= 0 or info.samplerate <= 0:
-        raise error(f"{path}: contains no audio")
-    return info
+    caller_channel: int = 0
 
 
 def open_call(path: Path | str, caller_channel: int = 0) -> CallAudio:
     """Validate ``path`` and describe it; raises AudioInputError with a one-line reason."""
-    path = Path(path)
-    info = probe_audio_file(path)
-    if not 0 <= caller_channel < info.channels:
+    audio = open_audio(path)
+    if not 0 <= caller_channel < audio.channels:
         raise AudioInputError(
-            f"{path}: has {info.channels} channel(s); caller channel {caller_channel} does not exist"
+            f"{audio.path}: has {audio.channels} channel(s); caller channel {caller_channel} does not exist"
         )
-    return CallAudio(
-        path=path,
-        sample_rate=int(info.samplerate),
-        channels=int(info.channels),
-        frames=int(info.frames),
-        format=info.format,
-        subtype=info.subtype,
-        caller_channel=caller_channel,
-    )
+    return CallAudio(**vars(audio), caller_channel=caller_channel)
 
 
 def _to_int16(samples: np.ndarray) -> np.ndarray:
@@ -89,20 +53,15 @@ def iter_pipeline_frames(call: CallAudio) -> Iterator[bytes]:
     if call.sample_rate != PIPELINE_SAMPLE_RATE:
         resampler = soxr.ResampleStream(call.sample_rate, PIPELINE_SAMPLE_RATE, 1, dtype="float32")
     pending = np.zeros(0, dtype=np.int16)
-    block = call.sample_rate * _READ_BLOCK_SECONDS
-    try:
-        blocks = sf.blocks(str(call.path), blocksize=block, dtype="float32", always_2d=True)
-        for chunk in blocks:
-            mono = np.ascontiguousarray(chunk[:, call.caller_channel])
-            if resampler is not None:
-                mono = resampler.resample_chunk(mono)
-            pending = np.concatenate([pending, _to_int16(mono)])
-            whole = len(pending) // FRAME_SAMPLES * FRAME_SAMPLES
-            for start in range(0, whole, FRAME_SAMPLES):
-                yield pending[start : start + FRAME_SAMPLES].tobytes()
-            pending = pending[whole:]
-    except sf.LibsndfileError as exc:
-        raise AudioInputError(f"{call.path}: audio data is corrupt or truncated: {exc}") from None
+    for chunk in read_blocks(call, _READ_BLOCK_SECONDS, [call.caller_channel]):
+        mono = np.ascontiguousarray(chunk[:, 0])
+        if resampler is not None:
+            mono = resampler.resample_chunk(mono)
+        pending = np.concatenate([pending, _to_int16(mono)])
+        whole = len(pending) // FRAME_SAMPLES * FRAME_SAMPLES
+        for start in range(0, whole, FRAME_SAMPLES):
+            yield pending[start : start + FRAME_SAMPLES].tobytes()
+        pending = pending[whole:]
     if resampler is not None:
         tail = resampler.resample_chunk(np.zeros(0, np.float32), last=True)
         pending = np.concatenate([pending, _to_int16(tail)])

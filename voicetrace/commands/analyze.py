@@ -19,7 +19,7 @@ def analyze_command(recording: Path, console: Console, err_console: Console, cal
                     agent_channel: int = 1, output: Path | None = None, as_json: bool = False,
                     trace: Path | None = None, no_trace: bool = False, long_silence_ms: float = 2000.0,
                     service_name: str = "voicetrace") -> None:
-    from voicetrace.acoustic.levels import RecordingError
+    from voicetrace.audio.file import AudioInputError
     from voicetrace.acoustic.runs import analyze_recording
     from voicetrace.acoustic.trace import write_trace
     from voicetrace.render.acoustic import renderer
@@ -32,7 +32,7 @@ def analyze_command(recording: Path, console: Console, err_console: Console, cal
         raise CommandError(f"--long-silence-ms must be positive, not {long_silence_ms:g}", EXIT_USAGE)
     try:
         analysis = analyze_recording(recording, caller_channel, agent_channel, long_silence_ms=long_silence_ms)
-    except RecordingError as exc:
+    except AudioInputError as exc:
         raise CommandError(str(exc), EXIT_INPUT) from None
     if as_json:
         renderer("json")(analysis, sys.stdout)

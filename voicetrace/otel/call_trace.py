@@ -82,6 +82,7 @@ class CallTrace:
         self._exporter: OtlpJsonLinesExporter | None = None
         self._live: LiveExportProcessor | None = None
         self._closed = False
+        self._instrumentors: list = []
         self.tracer_provider: TracerProvider | None = None
         self.observer: VoiceTraceObserver | None = None
 
@@ -109,6 +110,8 @@ class CallTrace:
         if self.observer is None or self._closed:
             return
         self._closed = True
+        for instrumentor in self._instrumentors:  # the service goes back to how it was
+            instrumentor.uninstrument()
         try:
             self.observer.finish()
         finally:
@@ -128,7 +131,10 @@ class CallTrace:
             raise RuntimeError("CallTrace.instrument_llm: open the trace first (with CallTrace(...) as vt)")
         from voicetrace.capture.llm_stream import instrument_openai_llm
 
-        return instrument_openai_llm(llm_service, self.observer, **options)
+        options.setdefault("clock", self.clock)
+        instrumentor = instrument_openai_llm(llm_service, self.observer, **options)
+        self._instrumentors.append(instrumentor)
+        return instrumentor
 
     # --- results --------------------------------------------------------------------------
     @property

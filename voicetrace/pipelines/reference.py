@@ -6,7 +6,7 @@ paced output → assistant aggregator.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 PERSONA = (
@@ -14,6 +14,12 @@ PERSONA = (
     "with claim status, policy questions and address changes. Answer in one or two short "
     "spoken sentences, plain words only: no lists, no markdown, no emojis."
 )
+
+VAD_KINDS = ("webrtc", "silero")
+ASR_MODES = ("streaming", "segmented")
+ASR_MODELS = ("tiny.en", "base")
+"""tiny.en is English-only; base is multilingual."""
+TOOL_MODES = ("intent", "function", "both", "off")
 
 
 @dataclass
@@ -59,7 +65,6 @@ class PipelineConfig:
     """llama-server threads (embedded default)."""
     tts_first_clause: bool = True
     """Hand TTS the reply's first clause (at , ; :) instead of its whole first sentence."""
-    extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -94,8 +99,6 @@ class ReferencePipeline:
     turn_analyzer: object
     vad: object
 
-
-TOOL_MODES = ("intent", "function", "both", "off")
 
 
 def build_processors(config: PipelineConfig, input_transport, output_transport, tool_sink=None) -> ReferencePipeline:

@@ -13,6 +13,8 @@ CALL_RECORDING = "call.wav"
 RUN_INFO = "run.json"
 LLAMA_LOG = "llama-server.log"
 PIPELINE_LOG = "pipeline.log"
+CALLER_SCRATCH = ".caller.wav"
+"""The caller's track while the call runs; merged into CALL_RECORDING and removed at the end."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ class RunFolder:
     @property
     def pipeline_log(self) -> Path:
         return self.path / PIPELINE_LOG
+
+    @property
+    def caller_scratch(self) -> Path:
+        return self.path / CALLER_SCRATCH
 
     @classmethod
     def of(cls, path: Path) -> "RunFolder":
