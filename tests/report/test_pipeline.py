@@ -108,22 +108,20 @@ def _v2v_row(text: str) -> str:
 
 
 def test_the_table_run_prints_is_the_reports(tmp_path, monkeypatch):
-    """`run` ends with cli._report_file(trace): the report's percentile rule, p95 of 4 turns is 'n=4 <20'."""
-    import voicetrace.cli as cli
-    from voicetrace.commands.report import report_command
+    """`run` ends with print_run_report(folder): the report's percentile rule, p95 of 4 turns is 'n=4 <20'."""
+    from voicetrace.cli.inputs import build
+    from voicetrace.cli.report import print_run_report, report_command
 
     run = _run_folder(tmp_path)
     after_run, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=after_run, width=140))
-    monkeypatch.setattr(cli, "err_console", Console(file=err, width=140))
-    cli._report_file(run / "trace.jsonl")
+    print_run_report(run, Console(file=after_run, width=140), Console(file=err, width=140))
     text = after_run.getvalue()
     cells = [c.strip() for c in _v2v_row(text).strip("│").split("│")]
     assert cells[1:6] == ["4", "1,713", "n=4 <10", "n=4 <20", "n=4 <100"]  # n, p50, p90, p95, p99
     assert "≈max" not in text
 
     report = io.StringIO()
-    report_command([run], Console(file=report, width=140), Console(file=io.StringIO()))
+    report_command(build([run]), Console(file=report, width=140), Console(file=io.StringIO()))
     assert text == report.getvalue()  # the same as `voicetrace report RUN_FOLDER`
 
 

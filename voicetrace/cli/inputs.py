@@ -1,25 +1,13 @@
-"""Shared input handling: a source (trace paths or Jaeger) → Report through the one report pipeline
+"""Shared input handling of the report commands: a source (trace paths or Jaeger) → Report through the one report pipeline
 (voicetrace.report.build_report); the model shape from --model-shape / --gguf / the run's model."""
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
-from voicetrace.commands import CommandError
-from voicetrace.errors import InputError, UsageError, UserError
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """A library UserError (voicetrace.errors) → the CommandError cli.py prints, same line and exit code."""
-    try:
-        yield
-    except UserError as exc:
-        raise CommandError(exc.message, exc.exit_code) from None
-
+from voicetrace.errors import InputError, UsageError
 
 def cache_dir() -> Path:
     return Path(os.environ.get("VOICETRACE_CACHE", Path.home() / ".cache" / "voicetrace"))
@@ -89,10 +77,9 @@ def build(paths: list[Path], budget_ms: float = 1000.0, gguf: Path | None = None
     from voicetrace.report import build_report
     from voicetrace.traces.files import read_trace_files
 
-    with user_errors():
-        _check_budget(budget_ms)
-        tables = read_trace_files(paths)
-        return build_report(tables, budget_ms, model_shape(gguf, shape, run_models(paths)), sources=paths)
+    _check_budget(budget_ms)
+    tables = read_trace_files(paths)
+    return build_report(tables, budget_ms, model_shape(gguf, shape, run_models(paths)), sources=paths)
 
 
 def build_from_jaeger(url: str, service: str | None, since: str, trace_ids: list[str] | None, limit: int,
@@ -101,7 +88,6 @@ def build_from_jaeger(url: str, service: str | None, since: str, trace_ids: list
     from voicetrace.report import build_report
     from voicetrace.traces.jaeger import parse_since_s, read_jaeger
 
-    with user_errors():
-        _check_budget(budget_ms)
-        tables = read_jaeger(url, service, parse_since_s(since), trace_ids, limit)
-        return build_report(tables, budget_ms, model_shape(gguf, shape, span_models(tables)), sources=[url])
+    _check_budget(budget_ms)
+    tables = read_jaeger(url, service, parse_since_s(since), trace_ids, limit)
+    return build_report(tables, budget_ms, model_shape(gguf, shape, span_models(tables)), sources=[url])

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import List, Optional
+
+import typer
 
 from rich.console import Console
 from rich.table import Table
 
-from voicetrace.commands import EXIT_INPUT, EXIT_USAGE, EXIT_VIOLATION, CommandError
-from voicetrace.commands.inputs import build
+from voicetrace.cli.app import app, console, err_console
+from voicetrace.cli.inputs import build
+from voicetrace.errors import EXIT_VIOLATION, InputError, UsageError, UserError
 
 _MARK = {"better": "[green]▼ better[/]", "worse": "[red]▲ worse[/]", "same": "= same", "n/a": "n/a"}
 
@@ -57,15 +61,15 @@ def check_command(paths: list[Path], budget: Path, console: Console, err_console
     try:
         doc = tomllib.loads(budget.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CommandError(f"{budget}: no such file", EXIT_INPUT) from None
+        raise InputError(f"{budget}: no such file") from None
     except OSError as exc:
-        raise CommandError(f"{budget}: {exc.strerror}", EXIT_INPUT) from None
+        raise InputError(f"{budget}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise CommandError(f"{budget}: not valid TOML ({exc})", EXIT_USAGE) from None
+        raise UsageError(f"{budget}: not valid TOML ({exc})") from None
     try:
         budgets, v2v_budget = parse(doc)
     except BudgetError as exc:
-        raise CommandError(f"{budget}: {exc}", EXIT_USAGE) from None
+        raise UsageError(f"{budget}: {exc}") from None
     report = build(paths, budget_ms or v2v_budget or 1000.0)
     results = check(report.summary, budgets)
     failed = [r for r in results if not r.ok]
@@ -74,8 +78,8 @@ def check_command(paths: list[Path], budget: Path, console: Console, err_console
         mark = "[green]ok  [/]" if r.ok else "[red]FAIL[/]"
         console.print(f"{mark} {r.budget}  (actual {actual}; {r.note})", highlight=False)
     if failed:
-        raise CommandError(f"{len(failed)} of {len(results)} budget(s) violated: "
-                           + ", ".join(str(r.budget) for r in failed), EXIT_VIOLATION)
+        raise UserError(f"{len(failed)} of {len(results)} budget(s) violated: "
+                        + ", ".join(str(r.budget) for r in failed), EXIT_VIOLATION)
     console.print(f"all {len(results)} budget(s) met over {report.summary.turns} turn(s)", highlight=False)
 
 
@@ -84,9 +88,9 @@ def whatif_command(paths: list[Path], stage: str, faster_ms: float, console: Con
     from voicetrace.analysis.whatif import STAGES, whatif
 
     if stage not in STAGES:
-        raise CommandError(f"--stage must be one of {', '.join(STAGES)}, not {stage!r}", EXIT_USAGE)
+        raise UsageError(f"--stage must be one of {', '.join(STAGES)}, not {stage!r}")
     if faster_ms <= 0:
-        raise CommandError(f"--faster-ms must be positive, not {faster_ms:g}", EXIT_USAGE)
+        raise UsageError(f"--faster-ms must be positive, not {faster_ms:g}")
     report = build(paths)
     rows = whatif(report.turns, stage, faster_ms)
     table = Table(title=f"what if {stage} were {faster_ms:,.0f} ms faster (ms)", title_justify="left", pad_edge=False)
@@ -111,3 +115,33 @@ def whatif_command(paths: list[Path], stage: str, faster_ms: float, console: Con
     full = int((rows["gain_ms"] >= faster_ms - 0.5).sum())
     console.print(f"{full} of {len(rows)} turn(s) gain the full {faster_ms:,.0f} ms; mean gain "
                   f"{_v(rows['gain_ms'].mean())} ms", highlight=False)
+
+
+@app.command()
+def diff(
+    a: Path = typer.Argument(..., help="Baseline: a trace file or run folder."),
+    b: Path = typer.Argument(..., help="Candidate: a trace file or run folder."),
+    budget_ms: float = typer.Option(1000.0, "--budget-ms", help="V2V budget for voice goodput."),
+) -> None:
+    """Per metric and stage: p50/p95 of A and B, the change, better or worse."""
+    diff_command(a, b, budget_ms=budget_ms, console=console, err_console=err_console)
+
+
+@app.command()
+def check(
+    traces: List[Path] = typer.Argument(..., help="Trace files or run folders."),
+    budget: Path = typer.Option(..., "--budget", help="budgets.toml: e.g. v2v.p95 = 1000, ttft.p50 = 300, goodput = 0.9."),
+    budget_ms: Optional[float] = typer.Option(None, "--budget-ms", help="V2V budget for goodput (default: the file's v2v_budget_ms, else 1000)."),
+) -> None:
+    """Exit 1 and list each violated budget (a CI gate)."""
+    check_command(list(traces), budget, budget_ms=budget_ms, console=console, err_console=err_console)
+
+
+@app.command()
+def whatif(
+    traces: List[Path] = typer.Argument(..., help="Trace files or run folders."),
+    stage: str = typer.Option(..., "--stage", help="endpointing, asr, llm, queue, prefill, tools, first_sentence, tts or transport."),
+    faster_ms: float = typer.Option(..., "--faster-ms", help="How much faster the stage would be, ms."),
+) -> None:
+    """Recompute V2V along each turn's critical path with one stage faster."""
+    whatif_command(list(traces), stage, faster_ms, console=console, err_console=err_console)

@@ -1,35 +1,16 @@
-"""voicetrace's command line: thin wrappers that parse, call the library and print.
-
-Errors a user can cause print one line and exit non-zero; no tracebacks.
-"""
+"""``voicetrace run``: replay a call through the reference pipeline, with a progress line, then the
+same report ``voicetrace report RUN_FOLDER`` prints."""
 
 from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
-from voicetrace.errors import EXIT_INPUT, EXIT_RUNTIME, EXIT_SIGINT, EXIT_USAGE, EXIT_VIOLATION
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Where every millisecond of a voice agent's reply goes.",
-    pretty_exceptions_enable=False,
-)
-# Off a terminal (CI logs, pipes) rich assumes 80 columns, too narrow for the turn table.
-console = Console(width=None if sys.stdout.isatty() else 140)
-err_console = Console(stderr=True)
-
-
-def _fail(message: str, code: int) -> "typer.Exit":
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
+from voicetrace.cli.app import app, console, err_console, print_warning
 
 
 @app.command()
@@ -56,14 +37,11 @@ def run(
     llm_timeout_s: float = typer.Option(30.0, "--llm-timeout-s", help="An LLM server that sends nothing for this long (before answering or mid-stream) ends that turn's LLM call with an error span; the run goes on."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
-    from voicetrace.errors import UserError
+    from voicetrace.cli.report import print_run_report
     from voicetrace.otel.live import export_summary, quiet_exporter_logs
     from voicetrace.otel.target import resolve_otlp_target
     from voicetrace.run import RunInterrupted, RunOptions, run_call
     from voicetrace.run.options import parse_settings
-
-    def warn(message: str) -> None:
-        err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
     try:
         options = RunOptions(
@@ -71,15 +49,13 @@ def run(
             capture_content=True if capture_content else None, redact=redact, vad=vad, tools=tools,
             tools_db=tools_db, run_id=run_id, asr_mode=asr, asr_model=asr_model, language=language,
             overrides=parse_settings(settings or []), service_name=service_name, environment=environment,
-            llm_stall_timeout_s=llm_timeout_s, on_warning=warn,
+            llm_stall_timeout_s=llm_timeout_s, on_warning=print_warning,
         )
         options.otlp = resolve_otlp_target(otlp, otlp_protocol, os.environ)
         options.validate()  # every usage mistake before the progress line (run_call checks again)
         quiet_exporter_logs()
         with _RunProgress() as progress:
             result = run_call(options, progress.update)
-    except UserError as exc:
-        raise _fail(exc.message, exc.exit_code)
     except (KeyboardInterrupt, RunInterrupted) as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         err_console.print(f"interrupted ({signal.Signals(signum).name}): spans recorded so far are in the run folder")
@@ -91,7 +67,7 @@ def run(
     if result.otlp is not None:
         line, complete = export_summary(options.otlp, result.otlp)
         (console if complete else err_console).print(line, highlight=False, soft_wrap=True)
-    _report_file(result.trace_path)
+    print_run_report(folder.path, console, err_console)
 
 
 class _RunProgress:
@@ -120,106 +96,3 @@ class _RunProgress:
         if self._task is None:
             self._task = self._progress.add_task("replay", total=total_s, played=0.0, turns=0)
         self._progress.update(self._task, completed=min(played_s, total_s), played=played_s, turns=turns)
-
-
-def _report_file(trace: Path) -> None:
-    """After a run: the same report ``voicetrace report RUN_FOLDER`` prints (voicetrace.report pipeline)."""
-    from voicetrace.commands.report import print_run_report
-    from voicetrace.run.folder import RunFolder
-
-    _analysis(print_run_report, RunFolder.of(trace).path)
-
-
-@app.command()
-def report(
-    traces: Optional[List[Path]] = typer.Argument(None, help="trace.jsonl files or run folders."),
-    jaeger: Optional[str] = typer.Option(None, "--jaeger", help="Read the spans from Jaeger's query API instead: http://HOST:16686."),
-    service: Optional[str] = typer.Option(None, "--service", help="With --jaeger: the service.name whose traces to read."),
-    since: str = typer.Option("1h", "--since", help="With --jaeger: how far back to look (30m, 1h, 2d)."),
-    trace_id: Optional[List[str]] = typer.Option(None, "--trace-id", help="With --jaeger: read this trace only (repeatable)."),
-    limit: int = typer.Option(20, "--limit", help="With --jaeger: at most this many traces, newest first."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Also write one self-contained HTML report (opens offline)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary and every turn as JSON instead of tables."),
-    budget_ms: float = typer.Option(1000.0, "--budget-ms", help="V2V budget for voice goodput (share of turns within it)."),
-    gguf: Optional[Path] = typer.Option(None, "--gguf", help="Model file whose header gives the KV-cache shape (default: the run's embedded model)."),
-    model_shape: Optional[str] = typer.Option(None, "--model-shape", help="KV-cache shape instead of --gguf: LAYERS,KV_HEADS,HEAD_DIM[,BYTES_PER_VALUE]."),
-) -> None:
-    """Per-turn latency table and percentiles from recorded spans (DESIGN.md metric definitions)."""
-    if jaeger or not traces:
-        _report_jaeger(traces, jaeger, service, since, trace_id, limit, output=output, as_json=as_json,
-                       budget_ms=budget_ms, gguf=gguf, model_shape=model_shape)
-        return
-    from voicetrace.commands.report import report_command
-
-    _analysis(report_command, list(traces), output=output, as_json=as_json, budget_ms=budget_ms, gguf=gguf,
-              model_shape=model_shape)
-
-
-def _analysis(command, *args, **kwargs) -> None:
-    """Run an analysis command (voicetrace.commands); its user errors become one line and an exit code."""
-    from voicetrace.commands import CommandError
-
-    try:
-        command(*args, console=console, err_console=err_console, **kwargs)
-    except CommandError as exc:
-        raise _fail(exc.message, exc.code)
-
-
-def _report_jaeger(traces, jaeger, service, since, trace_ids, limit, budget_ms, gguf, model_shape,
-                   **report_options) -> None:
-    """The same report as from files (the same pipeline), from the spans Jaeger's query API gives back."""
-    from voicetrace.commands import CommandError
-    from voicetrace.commands.inputs import build_from_jaeger
-    from voicetrace.commands.report import report_command
-
-    if not jaeger:
-        raise _fail("give trace files or run folders, or --jaeger http://HOST:16686 --service NAME", EXIT_USAGE)
-    if traces:
-        raise _fail("give trace files or --jaeger, not both", EXIT_USAGE)
-    try:
-        report = build_from_jaeger(jaeger, service, since, trace_ids, limit, budget_ms, gguf, model_shape)
-    except CommandError as exc:
-        raise _fail(exc.message, exc.code)
-    _analysis(report_command, [], report=report, **report_options)
-
-
-@app.command()
-def doctor() -> None:
-    """List each component of the embedded default (found or missing, version, path)."""
-    from rich.table import Table
-
-    from voicetrace.components import embedded_components
-
-    table = Table(title="voicetrace components (embedded default)")
-    for column in ("component", "status", "version", "path / what to do"):
-        table.add_column(column)
-    missing_required = []
-    for comp in embedded_components():
-        status = "[green]found[/]" if comp.found else ("[red]missing[/]" if comp.required else "[yellow]missing[/]")
-        table.add_row(comp.name, status, comp.version or "-", str(comp.path) if comp.found else comp.hint)
-        if comp.required and not comp.found:
-            missing_required.append(comp.name)
-    console.print(table)
-    if missing_required:
-        raise _fail(
-            f"the embedded default cannot run, missing: {', '.join(missing_required)}. Run `make install`.",
-            EXIT_VIOLATION,
-        )
-    console.print("[green]ready:[/] the embedded default can run")
-
-
-from voicetrace.commands.cli import register as _register_analysis_commands  # noqa: E402
-
-_register_analysis_commands(app, _analysis)
-
-
-def main() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(EXIT_SIGINT)
-
-
-if __name__ == "__main__":
-    main()
