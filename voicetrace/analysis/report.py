@@ -50,8 +50,6 @@ def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | N
         full[f"bd_{seg}_ms"] = parts[f"{seg}_ms"].to_numpy()
     for col in itl.columns:
         full[col] = itl[col].to_numpy()
-    # Prefer TPOT from the token timings; fall back to the span's attribute.
-    full["tpot_ms"] = full["token_tpot_ms"].where(full["token_tpot_ms"].notna(), full["tpot_ms"])
     full["prompt_tokens"] = prompt_tokens(turns, tables)
     full["kv_cache_bytes"] = kv_bytes(full["prompt_tokens"].to_numpy(), turns["output_tokens"], model_shape)
     return full, gaps

@@ -61,8 +61,7 @@ def per_turn_itl(tokens: pd.DataFrame, gaps: pd.DataFrame, turns: pd.DataFrame) 
     """Per turn (same order as ``turns``): itl_p50/p90/p99_ms, tpot_ms, tokens_timed.
 
     TPOT = (last token − first token) / (tokens − 1) per llm request with more than one token,
-    averaged over the turn's requests; NaN without token events. ``token_tpot_ms`` is the same column
-    under its old name, kept only while ``analysis/report.analyse`` still reads it.
+    averaged over the turn's requests; NaN without token events.
     """
     index = pd.MultiIndex.from_frame(turns[KEY])
     out = pd.DataFrame(index=index)
@@ -82,5 +81,4 @@ def per_turn_itl(tokens: pd.DataFrame, gaps: pd.DataFrame, turns: pd.DataFrame) 
         per_span = per_span[per_span["n"] > 1]
         tpot = ((per_span["last"] - per_span["first"]) / (per_span["n"] - 1) / NS_PER_MS).groupby(KEY).mean()
         out["tpot_ms"] = tpot.reindex(index).to_numpy(dtype="float64")
-    out["token_tpot_ms"] = out["tpot_ms"]
     return out.reset_index(drop=True)

@@ -7,6 +7,13 @@ import math
 from voicetrace.analysis.summary import MIN_TURNS_FOR, Stat
 
 
+CONTENT_HINT = ("transcripts not captured (voicetrace run --capture-content; in your own agent "
+                "VoiceTraceObserver(capture_content=True) or OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)")
+"""Said wherever transcripts would be shown: how to turn capture on, for the CLI and for library users."""
+NO_RECORDING_NOTE = "acoustic V2V not measured: no call.wav beside the trace (a run folder has one)"
+"""Said when the acoustic columns are absent, so their absence is never silent."""
+
+
 def ms(value) -> str:
     """Milliseconds with thousands separators; '—' for missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

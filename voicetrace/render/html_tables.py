@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace.analysis.metrics import ACOUSTIC, BYTES, HTML_TABLE, METRICS, SEGMENTS
-from voicetrace.render.fmt import human_bytes, ms
+from voicetrace.render.fmt import CONTENT_HINT, NO_RECORDING_NOTE, human_bytes, ms
 
 MAX_TABLE_ROWS = 1000
 SNIPPET_CHARS = 80
@@ -42,7 +42,7 @@ def acoustic_section(report) -> str:
     """Barge-ins found in the recordings and acoustic/event V2V disagreements (voicetrace.acoustic)."""
     acoustic = getattr(report, "acoustic", None)
     if acoustic is None:
-        return ""
+        return f'<p class="note">{html.escape(NO_RECORDING_NOTE)}</p>' if len(report.turns) else ""
     rows = "".join(
         f"<tr><td>{html.escape(str(r.conversation))}</td><td>{html.escape(str(r.turn))}</td>"
         f'<td class="n">{r.start_ms / 1000:.2f}</td><td class="n">{ms(r.overlap_ms)}</td>'
@@ -87,7 +87,7 @@ def turn_table(report, wf_index: dict) -> str:
                 snippet = text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
                 cells.append(f'<td class="t">{html.escape(snippet)}</td>')
         rows.append(f'<tr data-wf="{wf}"{cls}>{"".join(cells)}</tr>')
-    privacy = "" if content else '<p class="note">transcripts not captured (run with --capture-content to record them)</p>'
+    privacy = "" if content else f'<p class="note">{html.escape(CONTENT_HINT)}</p>'
     return (f'<section id="turns"><h2>Turns</h2>{note}{privacy}<div class="scroll"><table class="turns">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
             '<p class="note">ms; red rows are over the V2V budget; ⚡ the caller barged in; click a row for its waterfall.</p></section>')

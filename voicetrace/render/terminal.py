@@ -9,8 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voicetrace.analysis.metrics import ACOUSTIC, HEADLINE, METRICS, SEGMENTS, TURN_TABLE
-from voicetrace.analysis.summary import stat
-from voicetrace.render.fmt import ms, share, stat_ms
+from voicetrace.render.fmt import CONTENT_HINT, NO_RECORDING_NOTE, ms, share, stat_ms
 
 _COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in TURN_TABLE]
 _ACOUSTIC_COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in ACOUSTIC]
@@ -49,8 +48,8 @@ def print_acoustic(console: Console, acoustic) -> None:
         console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
 
 
-def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, summary: bool = True) -> None:
-    """One table per call, then (``summary``) p50/p95 over every turn; '—' marks a missing stage."""
+def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) -> None:
+    """One table per call; '—' marks a missing stage (the percentiles are the headline's)."""
     if skipped:
         console.print(f"[yellow]skipped {skipped} unreadable line(s) in the trace input[/]")
     if turns.empty:
@@ -75,15 +74,6 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0, su
                 *cells,
             )
         console.print(table)
-    if not summary:
-        return
-    stats = [stat(turns[col]) for col, _ in _COLUMNS]
-    summary = _new_table(f"across {len(turns)} turn(s)")
-    for key in ("p50", "p95"):  # a percentile from too few turns shows its count ("n=4 <20"), as in the headline
-        summary.add_row(key, "", f"n={max(s.n for s in stats)}", *[stat_ms(s, key) for s in stats])
-    console.print(summary)
-    if turns["transcript"].isna().all():
-        console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
 
 
 MAX_TURN_ROWS = 100
@@ -120,12 +110,14 @@ def render(report, out) -> None:
     if len(turns) > MAX_TURN_ROWS:
         console.print(f"{len(turns)} turns: per-turn rows are in --json and the HTML report (-o)")
     else:
-        print_turn_table(console, turns, skipped=report.tables.skipped, summary=False)
+        print_turn_table(console, turns, skipped=report.tables.skipped)
         if turns["transcript"].isna().all() and len(turns):
-            console.print("transcripts not captured (run with --capture-content to record them)", style="dim")
+            console.print(CONTENT_HINT, style="dim")
     if len(turns):
         print_headline(console, report)
-    print_acoustic(console, getattr(report, "acoustic", None))
+    if report.acoustic is None and len(turns):
+        console.print(NO_RECORDING_NOTE, style="dim")
+    print_acoustic(console, report.acoustic)
     for row in report.server_skew.itertuples():
         console.print(f"[yellow]LLM server clock off by {row.skew_ms:,.1f} ms[/] (server span {row.server_span_id} "
                       f"outside client llm span {row.llm_span_id}): its queue/prefill/decode are not drawn")

@@ -1,1 +1,2 @@
-"""Child servers voicetrace starts and stops (llama-server)."""
+"""Servers voicetrace runs: the embedded llama-server (started and stopped per run), and the scripted
+and fault-injecting OpenAI-compatible LLM servers the tests and benchmarks measure against."""
