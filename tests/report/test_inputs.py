@@ -18,9 +18,14 @@ from tests.conftest import VOICETRACE
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-def test_jaeger_trace_json_matches_the_otlp_source():
+@pytest.mark.parametrize("name", ["jaeger_trace.json", "jaeger_trace.v3.json"])
+def test_jaeger_trace_json_matches_the_otlp_source(name):
+    """jaeger_source.jsonl's spans as a real Jaeger returns them (tests/data/make_jaeger_trace.py): the
+    legacy /api/traces JSON and api/v3, each one line, exactly as the API answered."""
+    raw = (DATA / name).read_bytes()
+    assert len(raw.strip().splitlines()) == 1  # compact, as served: not a pretty-printed copy
     ours = build_report(load([DATA / "jaeger_source.jsonl"])).turns
-    jaeger = build_report(load([DATA / "jaeger_trace.json"])).turns
+    jaeger = build_report(load([DATA / name])).turns
     assert len(ours) == len(jaeger) == 2
     for col in STAGE_METRICS + ["bd_tools_ms", "bd_llm_prefill_ms", "bd_unattributed_ms", "itl_p50_ms"]:
         assert np.allclose(ours[col], jaeger[col], atol=1e-3, equal_nan=True), col
