@@ -10,14 +10,16 @@ SAMPLES = ROOT / "samples" / "calls"
 VOICETRACE = Path(sys.executable).parent / "voicetrace"
 
 
-def wait_for(condition, timeout_s: float, what: str) -> None:
-    """Poll a condition until it holds (a condition with a timeout, not a synchronising sleep)."""
+def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.2):
+    """Poll ``condition`` until it returns something truthy, and return that value (a condition with a
+    timeout, not a synchronising sleep)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.conftest import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("VOICETRACE_CACHE", Path.home() / ".cache" / "voicetrace"))
 CONFIG = ROOT / "dashboards" / "jaeger.yaml"
@@ -37,17 +39,6 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
-
-
-def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.1):
-    """Poll ``condition`` until it returns something truthy; that value is returned."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval_s)  # polling a condition, not a synchronising sleep
-    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
 class Jaeger:

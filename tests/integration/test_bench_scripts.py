@@ -17,11 +17,17 @@ pytestmark = pytest.mark.integration
 
 
 def test_timing_accuracy_runs():
+    """The bench's measurements track the server's own stamps. Bounds: injected TTFTs are 50–300 ms,
+    gaps 5–60 ms, tools 5–200 ms; a client stamp taken at the wrong moment (the request's start, the
+    stream's end, a later chunk) is off by at least one of those. Medians, with room for a loaded
+    machine's scheduling delays, not the bench's idle-machine goal of 1 ms."""
     import timing_accuracy
 
-    out = timing_accuracy.main(["--requests", "2", "--tokens", "4", "--tools", "2"])
-    assert out["gaps"] == 2 * 3 and out["tool_runs"] == 2
-    assert out["ttft_err_max_ms"] >= 0 and out["itl_err_max_ms"] >= 0
+    out = timing_accuracy.main(["--requests", "5", "--tokens", "4", "--tools", "5"])
+    assert out["gaps"] == 5 * 3 and out["tool_runs"] == 5
+    assert 0 <= out["ttft_err_p50_ms"] < 20, out
+    assert 0 <= out["itl_err_p50_ms"] < 8, out
+    assert 0 <= out["tool_err_p50_ms"] < 8, out
 
 
 def test_capture_cost_runs():

@@ -24,8 +24,8 @@ from voicetrace.analysis.turns import turn_metrics
 from voicetrace.traces.jaeger import API_LEGACY, read_jaeger
 from voicetrace.traces.files import read_trace_files
 
-from tests.conftest import SAMPLES, VOICETRACE
-from tests.integration.jaeger_server import Jaeger, wait_for
+from tests.conftest import SAMPLES, VOICETRACE, wait_for
+from tests.integration.jaeger_server import Jaeger
 
 pytestmark = pytest.mark.integration
 

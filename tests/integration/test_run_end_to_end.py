@@ -13,7 +13,6 @@ import pytest
 import soundfile as sf
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.turns import turn_metrics
 from voicetrace.run.folder import RunFolder
 from voicetrace.traces.files import read_trace_files
 
@@ -36,8 +35,11 @@ def run(tmp_path_factory):
     run_dir = out / "it"
     tables = read_trace_files([RunFolder(run_dir).trace])
     script = json.loads((SAMPLES / f"{CALL}.json").read_text())
+    report = subprocess.run([str(VOICETRACE), "report", str(run_dir), "--json"], capture_output=True, text=True,
+                            timeout=120, env=dict(os.environ, COLUMNS="140"))
+    assert report.returncode == 0, report.stderr
     return {"dir": run_dir, "stdout": result.stdout, "tables": tables, "script": script,
-            "turns": turn_metrics(tables)}
+            "doc": json.loads(report.stdout)}
 
 
 def children_by_turn(tables):
@@ -82,25 +84,30 @@ def test_stages_are_in_causal_order(run):
         assert s["user.speech"].end_ns <= s["asr"].end_ns <= s["llm"].start_ns
 
 
-def test_v2v_is_bot_audio_start_minus_caller_speech_end(run):
-    turns = run["turns"]
-    conv = run["tables"].spans.query("name == 'conversation'").iloc[0]
+def test_v2v_against_the_script_and_the_recording(run):
+    """V2V checked against truth that owes nothing to the spans: the script's measured end of each caller
+    line (samples/calls/*.json) and the first bot sample in the run's bot.wav after it.
+
+    The bounds are the VAD's known lateness (README, "From the audio"): the span puts speech end at VAD
+    stop − stop_secs on the audio's own position, and WebRTC VAD's hangover keeps voicing a few frames
+    past the last word (~100 ms on the sample calls; up to 250 ms allowed), never more than a 20 ms
+    frame early. The bot start is the first frame played, which is where bot.wav stops being exact
+    zeros (Piper sometimes opens with a few zero samples: up to 50 ms allowed)."""
     bot, rate = sf.read(run["dir"] / "bot.wav", dtype="int16")
-    for row, line in zip(turns.itertuples(), run["script"]["lines"]):
-        assert row.v2v_ms == pytest.approx((row.bot_start_ns - row.user_end_ns) / MS)
-        # Speech end from the VAD vs the script's measured end of the line.
-        speech_end_s = (row.user_end_ns - conv.start_ns) / 1e9
-        assert abs(speech_end_s - line["speech_end_s"]) < 0.25, (row.turn, speech_end_s, line)
-        # The bot's first audio in bot.wav after the caller stopped is where bot.speech starts.
-        after = int(speech_end_s * rate)
-        onset = (after + np.flatnonzero(bot[after:])[0]) / rate
-        assert abs(onset - (row.bot_start_ns - conv.start_ns) / 1e9) < 0.03
-        assert 0 < row.v2v_ms < 10_000
+    turns, lines = run["doc"]["turns"], run["script"]["lines"]
+    assert [t["turn"] for t in turns] == list(range(1, len(lines) + 1))
+    for t, line in zip(turns, lines):
+        lateness_s = t["at_s"] - line["speech_end_s"]  # at_s: the VAD's speech end on the call's timeline
+        assert -0.03 <= lateness_s <= 0.25, (t["turn"], t["at_s"], line)
+        after = int(line["speech_end_s"] * rate)
+        onset_s = (after + np.flatnonzero(bot[after:])[0]) / rate
+        true_v2v_ms = (onset_s - line["speech_end_s"]) * 1000
+        assert -250 - 50 <= t["v2v_ms"] - true_v2v_ms <= 30, (t["turn"], t["v2v_ms"], true_v2v_ms)
 
 
 def test_transcripts_contain_the_scripted_key_words(run):
-    for row, line in zip(run["turns"].itertuples(), run["script"]["lines"]):
-        transcript = row.transcript.lower()
+    for row, line in zip(run["doc"]["turns"], run["script"]["lines"]):
+        transcript = row["transcript"].lower()
         assert all(word in transcript for word in line["keywords"]), (transcript, line["keywords"])
 
 
@@ -152,25 +159,27 @@ def test_report_command_reads_the_run_folder(run):
     assert f"{CALL}.wav" in result.stdout and "p95" in result.stdout
 
 
-def test_llama_server_prefill_and_decode_fit_inside_the_client_llm_span(run):
+def test_llama_server_timings_agree_with_the_client_and_the_usage(run):
+    """llama.cpp's own numbers (timings on the last chunk) against what the client saw: its prefill runs
+    between the request and the first token the client receives, its whole work fits inside the client's
+    call, and its token counts are this request's (the OpenAI usage of the same response)."""
     spans = run["tables"].spans
     llm = spans[spans["name"] == sc.SPAN_LLM]
     assert len(llm) == len(run["script"]["lines"])
-    cached = []
+    cached, inputs = [], []
     for call in llm.sort_values("start_ns").itertuples():
         kids = spans[spans["parent_span_id"] == call.span_id].set_index("name")
-        prefill, decode = kids.loc[sc.SPAN_LLM_PREFILL], kids.loc[sc.SPAN_LLM_DECODE]
-        server_ms = prefill.attributes[sc.ATTR_SERVER_PROMPT_MS] + decode.attributes[sc.ATTR_SERVER_PREDICTED_MS]
-        client_ms = (call.end_ns - call.start_ns) / MS
-        assert server_ms <= client_ms, (server_ms, client_ms)
-        assert call.start_ns <= prefill.start_ns <= prefill.end_ns <= decode.end_ns <= call.end_ns
-        assert prefill.attributes[sc.ATTR_SERVER_PROMPT_N] >= 1
-        cached.append(prefill.attributes[sc.ATTR_SERVER_CACHE_N])
-        # TTFT counts from the request to the first content token, which ends prefill.
-        ttft_ms = call.attributes[sc.ATTR_LLM_TTFT_MS]
-        assert ttft_ms == pytest.approx((prefill.end_ns - call.start_ns) / MS, abs=0.01)
-        assert call.attributes[sc.ATTR_GENAI_INPUT_TOKENS] >= prefill.attributes[sc.ATTR_SERVER_PROMPT_N]
-    # The system prompt and the history are served from llama.cpp's prompt cache after turn 1.
+        prefill, decode = kids.loc[sc.SPAN_LLM_PREFILL].attributes, kids.loc[sc.SPAN_LLM_DECODE].attributes
+        prompt_ms, predicted_ms = prefill[sc.ATTR_SERVER_PROMPT_MS], decode[sc.ATTR_SERVER_PREDICTED_MS]
+        assert 0 < prompt_ms <= call.attributes[sc.ATTR_LLM_TTFT_MS], (prompt_ms, call.attributes)
+        assert prompt_ms + predicted_ms <= (call.end_ns - call.start_ns) / MS
+        input_tokens = call.attributes[sc.ATTR_GENAI_INPUT_TOKENS]
+        assert prefill[sc.ATTR_SERVER_PROMPT_N] + prefill[sc.ATTR_SERVER_CACHE_N] == input_tokens
+        assert decode[sc.ATTR_SERVER_PREDICTED_N] == call.attributes[sc.ATTR_GENAI_OUTPUT_TOKENS]
+        cached.append(prefill[sc.ATTR_SERVER_CACHE_N])
+        inputs.append(input_tokens)
+    # The history grows, and after turn 1 its prefix is served from llama.cpp's prompt cache.
+    assert inputs == sorted(inputs) and len(set(inputs)) == len(inputs), inputs
     assert all(n > 0 for n in cached[1:]), cached
 
 
@@ -198,7 +207,12 @@ def test_acoustic_v2v_beside_event_v2v(run, tmp_path):
     for t in spoken:
         # The two ends explain the whole difference; each end is a VAD boundary, not seconds of drift.
         assert t["v2v_delta_ms"] == pytest.approx(t["ac_bot_start_delta_ms"] - t["ac_user_end_delta_ms"], abs=0.01)
-        assert abs(t["ac_user_end_delta_ms"]) < 400 and abs(t["ac_bot_start_delta_ms"]) < 400, t
+        # README ("From the audio"): the event speech end is ~100 ms late (WebRTC's hangover, 20 ms frames),
+        # so the acoustic end comes before it, never after it by more than one 10 ms frame; the bot is
+        # audible 20–75 ms after its first frame plays (Piper's near-silent opening and ramp).
+        assert -250 <= t["ac_user_end_delta_ms"] <= 10, t
+        assert -10 <= t["ac_bot_start_delta_ms"] <= 100, t
+        assert 0 < t["v2v_delta_ms"] <= 350, t  # acoustic V2V is longer on every turn (docs: 118–203 ms)
     flagged = [t["turn"] for t in spoken if abs(t["v2v_delta_ms"]) > doc["acoustic"]["tolerance_ms"]]
     warned = " ".join(doc["acoustic"]["warnings"])
     assert all(f"turn {n}:" in warned for n in flagged)

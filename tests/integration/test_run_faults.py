@@ -57,6 +57,17 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+def raw_status_message(trace: Path, span_id: str) -> str:
+    """A span's status message, read from the raw OTLP JSON."""
+    for line in trace.read_text().splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    if span["spanId"] == span_id:
+                        return span.get("status", {}).get("message", "")
+    raise AssertionError(f"no span {span_id}")
+
+
 def by_turn(spans):
     """{turn number: {stage name: [span rows]}}."""
     turns = spans[spans["name"] == sc.SPAN_TURN]
@@ -106,11 +117,13 @@ def test_every_fault_turn_has_an_error_llm_span_and_the_next_turn_answers(llm_fa
     for number in (1, 2, 3):
         llm = turns[number][sc.SPAN_LLM]
         assert [s.status_code for s in llm] == [ERROR] * len(llm), number
-    # The stall: two tokens arrive, then nothing; the call ends 1.5 s after the last token.
+    # The stall: two tokens arrive, then nothing; the stall timeout ends the call, not before 1.5 s of
+    # silence (no upper bound: a loaded machine may fire the timer late; the status says why it ended).
     stalled = turns[2][sc.SPAN_LLM][0]
     ticks = tables.events[(tables.events.span_id == stalled.span_id) & (tables.events.name == sc.EVENT_TOKEN)]
     assert len(ticks) == 2
-    assert 1.5e9 <= stalled.end_ns - ticks.time_ns.max() < 3.0e9
+    assert stalled.end_ns - ticks.time_ns.max() >= 1.5e9
+    assert "stalled" in raw_status_message(llm_fault_run["run"] / "trace.jsonl", stalled.span_id)
     answered = turns[4]
     assert [s.status_code for s in answered[sc.SPAN_LLM]] == [0]
     assert answered[sc.SPAN_LLM][0].attributes[sc.ATTR_GENAI_OUTPUT_TOKENS] == len(ANSWER.split())
@@ -118,13 +131,23 @@ def test_every_fault_turn_has_an_error_llm_span_and_the_next_turn_answers(llm_fa
     assert (tables.spans["name"] == sc.SPAN_CONVERSATION).sum() == 1
 
 
+def raw_span_count(trace: Path) -> int:
+    """Spans in an OTLP JSON-lines file, counted from the raw JSON (not through voicetrace's reader)."""
+    return sum(len(scope.get("spans", [])) for line in trace.read_text().splitlines() if line.strip()
+               for resource in json.loads(line)["resourceSpans"] for scope in resource.get("scopeSpans", []))
+
+
 def test_unreachable_otlp_endpoint_warns_and_loses_nothing_from_the_file(llm_fault_run):
+    """Nobody listens on the OTLP port: not one span is counted as sent, every span the file got is
+    counted as undelivered (the live exporter sees the same spans), the warning gives that count, and
+    the file is complete."""
     result = llm_fault_run["result"]
     info = json.loads((llm_fault_run["run"] / "run.json").read_text())
-    assert info["otlp"]["spans_undelivered"] > 0
-    assert info["otlp"]["spans_undelivered"] == info["otlp"]["spans_sent"] + info["otlp"]["spans_undelivered"] - info["otlp"]["spans_sent"]
-    assert "not delivered" in result.stderr or "undelivered" in result.stderr, result.stderr[-2000:]
-    assert info["spans_written"] == len(read_trace_files([llm_fault_run["run"] / "trace.jsonl"]).spans)
+    in_file = raw_span_count(llm_fault_run["run"] / "trace.jsonl")
+    assert in_file > 0 and info["spans_written"] == in_file
+    assert info["otlp"]["spans_sent"] == 0
+    assert info["otlp"]["spans_undelivered"] == in_file
+    assert f"{in_file} spans not delivered" in " ".join(result.stderr.split()), result.stderr[-2000:]
 
 
 def test_content_is_not_captured_by_default(llm_fault_run):
@@ -156,7 +179,7 @@ def test_tts_and_tool_failures_are_error_spans_and_the_run_goes_on(tmp_path, mon
             yield frame
 
     def slow_lookup(self, *args, **kwargs):
-        time.sleep(1.0)  # past the tool timeout below
+        time.sleep(3.0)  # far past the tool timeout below: room for a loaded machine's late timer
         return {"policy": "late"}
 
     def broken_claim_status(self, *args, **kwargs):
@@ -175,7 +198,7 @@ def test_tts_and_tool_failures_are_error_spans_and_the_run_goes_on(tmp_path, mon
     spans = tables.spans
     lookup = spans[spans["name"] == "tool.lookup_policy"].iloc[0]
     assert lookup.status_code == ERROR and lookup.attributes[sc.ATTR_ERROR_TYPE] == "TimeoutError"
-    assert 0.25e9 <= lookup.end_ns - lookup.start_ns < 0.9e9  # ended at the timeout, not when the tool returned
+    assert 0.29e9 <= lookup.end_ns - lookup.start_ns < 2.5e9  # ended at the timeout, not when the tool returned
     turns = by_turn(spans)
     tts_first = turns[1][sc.SPAN_TTS]
     assert any(s.status_code == ERROR for s in tts_first), tts_first

@@ -4,6 +4,7 @@ one that can't is named (source, line, reason): trace files, Jaeger's UI JSON an
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import orjson
@@ -12,8 +13,10 @@ import pytest
 from voicetrace.traces.files import read_trace_files
 from voicetrace.traces.jaeger import API_V3, read_jaeger
 
-from tests.data.make_inputs import to_jaeger
+from tests.report.jaeger_legacy import to_jaeger
 from tests.report.synth import Turn, call_spans
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.mark.parametrize("indent", [2, None])  # the UI's download; one line, as curl of /api/traces/ID gives it
@@ -47,3 +50,21 @@ def test_jaeger_api_answers_are_salvaged_like_files():
                          transport=httpx.MockTransport(answer))
     assert tables.skipped_lines == [("jaeger:http://jaeger.test:16686", 1, "span 4: bad startTimeUnixNano")]
     assert len(tables.spans) == len(spans) - 1
+
+
+def test_the_legacy_shape_is_jaegers():
+    """The unit tests' legacy writer produces the keys and value types a real Jaeger answers with."""
+    import orjson
+
+    from tests.report.jaeger_legacy import to_jaeger
+
+    real = orjson.loads((DATA / "jaeger_trace.json").read_bytes())
+    spans = [s for line in (DATA / "jaeger_source.jsonl").read_bytes().splitlines() if line.strip()
+             for r in orjson.loads(line)["resourceSpans"] for sc_ in r["scopeSpans"] for s in sc_["spans"]]
+    ours = to_jaeger(spans)
+    assert ours.keys() == real.keys() and ours["data"][0].keys() == real["data"][0].keys()
+    real_span, our_span = real["data"][0]["spans"][0], ours["data"][0]["spans"][0]
+    assert our_span.keys() == real_span.keys()
+    assert {type(v) for s in ours["data"][0]["spans"] for v in (s["startTime"], s["duration"])} == {int}
+    kinds = {t["type"] for s in real["data"][0]["spans"] for t in s["tags"]}
+    assert {t["type"] for s in ours["data"][0]["spans"] for t in s["tags"]} <= kinds | {"bool"}

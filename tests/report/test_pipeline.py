@@ -22,7 +22,7 @@ from voicetrace.traces.files import read_trace_files
 from voicetrace.traces.jaeger import API_LEGACY, API_V3, read_jaeger
 from voicetrace.traces.normalise import NORMALISERS, normalise
 
-from tests.data.make_inputs import to_jaeger
+from tests.report.jaeger_legacy import to_jaeger
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PIPECAT = DATA / "pipecat_trace.jsonl"
@@ -31,8 +31,18 @@ COMPARED = [METRICS[k].column for k in TURN_TABLE] + ["transcript", "language", 
 
 
 def _pipecat_request() -> dict:
-    (line,) = PIPECAT.read_bytes().splitlines()
-    return orjson.loads(line)
+    """Every export request of pipecat's own trace as one request (what Jaeger's api/v3 answers)."""
+    lines = [orjson.loads(line) for line in PIPECAT.read_bytes().splitlines() if line.strip()]
+    return {"resourceSpans": [rs for doc in lines for rs in doc["resourceSpans"]]}
+
+
+def _raw(name: str) -> list[dict]:
+    """pipecat's raw spans of one name, in time order, attributes as a plain dict."""
+    spans = [s for rs in _pipecat_request()["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
+             if s["name"] == name]
+    for s in spans:
+        s["attrs"] = {kv["key"]: next(iter(kv["value"].values())) for kv in s.get("attributes", [])}
+    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
 
 
 def _jaeger_transport(api: str, service: str, request: dict) -> httpx.MockTransport:
@@ -65,13 +75,15 @@ def test_jaeger_on_pipecat_spans_gives_the_turns_of_the_file_report(api, by):
     trace_id = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     query = {"service": "pipecat-agent"} if by == "service" else {"trace_ids": [trace_id]}
     tables = read_jaeger(JAEGER, api=api, transport=_jaeger_transport(api, "pipecat-agent", request), **query)
-    assert (tables.spans["name"] == "stt").sum() == 2  # read raw: the pipeline maps them
+    stt, llm, tts = _raw("stt"), _raw("llm"), _raw("tts")
+    assert (tables.spans["name"] == "stt").sum() == len(stt) == 4  # read raw: the pipeline maps them
 
     from_jaeger = build_report(tables, sources=[JAEGER]).turns
     from_file = build_report(read_trace_files([PIPECAT])).turns
-    assert list(from_jaeger["transcript"]) == ["hello 1", "hello 2"]  # stt → asr
-    assert list(from_jaeger["ttft_ms"]) == pytest.approx([250, 250])  # llm start + metrics.ttfb
-    assert list(from_jaeger["tts_ttfb_ms"]) == pytest.approx([150, 150])
+    assert list(from_jaeger["transcript"]) == [s["attrs"]["transcript"] for s in stt]  # stt → asr
+    # llm / tts start + metrics.ttfb (seconds): the mapping the Jaeger path used to skip
+    assert list(from_jaeger["ttft_ms"]) == pytest.approx([s["attrs"]["metrics.ttfb"] * 1000 for s in llm], abs=0.002)
+    assert list(from_jaeger["tts_ttfb_ms"]) == pytest.approx([s["attrs"]["metrics.ttfb"] * 1000 for s in tts], abs=0.002)
     pd.testing.assert_frame_equal(from_jaeger[COMPARED], from_file[COMPARED], check_exact=False, atol=1e-3)
 
 
@@ -90,7 +102,7 @@ def test_normalisers_return_new_tables_and_are_idempotent():
     pd.testing.assert_frame_equal(tables.spans, before)  # the input is not changed
     twice = normalise(once)
     assert list(twice.spans["name"]) == list(once.spans["name"]) and len(twice.events) == len(once.events)
-    assert (once.spans["name"] == sc.SPAN_ASR).sum() == 2 and "server_skew" in once.notes
+    assert (once.spans["name"] == sc.SPAN_ASR).sum() == len(_raw("stt")) and "server_skew" in once.notes
 
 
 def _run_folder(tmp_path: Path) -> Path:

@@ -10,7 +10,7 @@ import subprocess
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from voicetrace import semconv as sc
@@ -236,17 +236,90 @@ _FUZZ = settings(max_examples=int(os.environ.get("VOICETRACE_FUZZ_EXAMPLES", "15
                                                                          HealthCheck.too_slow])
 
 
+def _span_entries(document) -> int | None:
+    """Span entries in one decoded line, counted from the raw structure; None if it is no export request."""
+    if not isinstance(document, dict):
+        return None
+    resources = document.get("resourceSpans", [])
+    if not isinstance(resources, list):
+        return None  # resourceSpans that is not a list (null included): named as no export request
+    count = 0
+    for resource in resources:
+        scopes = resource.get("scopeSpans") if isinstance(resource, dict) else None
+        for scope in scopes if isinstance(scopes, list) else []:
+            spans = scope.get("spans") if isinstance(scope, dict) else None
+            count += len(spans) if isinstance(spans, list) else 0
+    return count
+
+
+def _one_document(data: bytes):
+    """The file as one JSON object when its first line is not one (how the loader tells a document from
+    JSON lines); None otherwise. Documents of Jaeger's shapes are left to the other tests."""
+    try:
+        head = orjson.loads(data.split(b"\n", 1)[0])
+        if isinstance(head, dict):
+            assume(not ({"result", "data"} & set(head)))  # Jaeger's one-line answers: read as documents
+            return None
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or "resourceSpans" not in document:
+        assume(not isinstance(document, dict) or not ({"result", "data"} & set(document)))
+        return None
+    return document
+
+
+def _line_entries(number: int, line: bytes, skipped: dict[int, list[str]], last: bool) -> int:
+    """Check one line's skip reasons against its raw JSON; its span entries (0 if none or unreadable)."""
+    if not line.strip():
+        assert number not in skipped
+        return 0
+    try:
+        document = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        assert skipped.get(number) == ["truncated last line" if last else "invalid JSON"], (number, line)
+        return 0
+    count = _span_entries(document)
+    if count is None:
+        assert skipped.get(number) == ["not an OTLP export request"], (number, line)
+        return 0
+    assert all(reason.startswith("span ") for reason in skipped.get(number, [])), skipped[number]
+    return count
+
+
 @_FUZZ
 @given(lines=st.lists(st.one_of(_line, _request_doc.map(lambda d: json.dumps(d).encode())), max_size=6),
        trailing_newline=st.booleans())
 def test_fuzz_any_lines_never_crash_the_report(tmp_path_factory, lines, trailing_newline):
+    """Every line is accounted for: unreadable lines are named with the right reason, and every span
+    entry in a readable line is either in the tables or in the skipped list (none lost, none invented)."""
     path = tmp_path_factory.mktemp("fuzz") / "trace.jsonl"
-    data = b"\n".join(line.replace(b"\n", b" ") for line in lines)
-    path.write_bytes(data + (b"\n" if trailing_newline else b""))
+    written = [line.replace(b"\n", b" ") for line in lines]
+    path.write_bytes(b"\n".join(written) + (b"\n" if trailing_newline else b""))
     tables, report, term, doc = _report_everything([path])
-    assert len(tables.spans) >= 0 and isinstance(doc["turns"], list)
-    for _, line, reason in tables.skipped_lines:
-        assert 1 <= line <= max(1, len(lines)) and reason
+    skipped: dict[int, list[str]] = {}
+    for _, number, reason in tables.skipped_lines:
+        skipped.setdefault(number, []).append(reason)
+    whole = _one_document(path.read_bytes())
+    if whole is not None:  # a file that is one JSON object is read as a document; its reasons are at line 1
+        entries = _span_entries(whole)
+        if entries is None:
+            assert skipped == {1: ["not an OTLP export request"]}
+            entries = 0
+    else:
+        entries = sum(_line_entries(number, line, skipped, last=number == len(written) and not trailing_newline)
+                      for number, line in enumerate(written, start=1))
+    span_skips = sum(reason.startswith("span ") for reasons in skipped.values() for reason in reasons)
+    assert len(tables.spans) + span_skips == entries
+    assert set(skipped) <= set(range(1, len(written) + 1))
+    spans = tables.spans
+    assert ((spans["start_ns"] >= 0) & (spans["end_ns"] >= 0)).all()
+    assert all(isinstance(name, str) for name in spans["name"])
+    assert doc["skipped_lines"] == tables.skipped and (f"skipped {tables.skipped} unreadable" in term) == bool(tables.skipped)
+    assert len(doc["turns"]) <= (spans["name"] == sc.SPAN_TURN).sum()
 
 
 @_FUZZ

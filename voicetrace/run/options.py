@@ -56,7 +56,7 @@ class RunOptions:
     """Silence fed after the recording; None: until the last reply has played (needs capture)."""
     service_name: str = "voicetrace"
     run_id: str | None = None
-    otlp: "OtlpTarget | None" = None  # noqa: F821 (voicetrace.export)
+    otlp: "OtlpTarget | None" = None  # noqa: F821 (voicetrace.otel)
     """Also send spans live to this OTLP backend."""
     environment: str | None = None
     """deployment.environment; None: OTEL_RESOURCE_ATTRIBUTES or ``local``."""
@@ -116,7 +116,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     warmup_ms: dict = field(default_factory=dict)
     """Milliseconds each model took to warm up before call time zero."""
-    otlp: "ExportStats | None" = None  # noqa: F821 (voicetrace.export)
+    otlp: "ExportStats | None" = None  # noqa: F821 (voicetrace.otel)
 
     @property
     def folder(self) -> RunFolder:
