@@ -110,6 +110,7 @@ def test_the_bot_audio_came_back_over_the_socket_where_the_trace_says_it_spoke(l
     spans = read_trace_files([live_call["trace"]]).spans
     conversation, by_turn = _turn_stages(spans)
     for number, stages in by_turn.items():
+        assert sc.SPAN_BOT_SPEECH in stages, (number, sorted(stages))
         speech = stages[sc.SPAN_BOT_SPEECH].iloc[0]
         # The client's timeline starts when it connected, the trace's when the agent saw the
         # connection: the same moment on loopback, up to scheduling. Audio must sound inside the span.
