@@ -109,7 +109,8 @@ def websocket_transport(host: str, port: int):
         audio_out_sample_rate=SAMPLE_RATE,
         audio_out_auto_silence=False,  # send speech only; the client plays silence between replies
         audio_out_end_silence_secs=0,
-        allowed_origins=[],  # no browser origin check on loopback; set it when you open the port
+        # Browser Origin check: pipecat reads PIPECAT_ALLOWED_ORIGINS (unset: any origin). Set it
+        # before you listen on more than loopback.
     )
     return SingleClientWebsocketServerTransport(params=params, host=host, port=port)
 
@@ -211,8 +212,13 @@ def pipecat_logs_to(path: Path) -> None:
     logger.add(sys.stderr, level="ERROR", format="{level}: {message}")
 
 
+def _exit_on_sigterm(signum, _frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds the ExitStack: the embedded llama-server stops too
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # during the call, serve_one_call's handler cancels the worker
     try:
         if args.llm_url and not args.model:  # every argument checked before anything is created
             raise UsageError("--llm-url needs --model NAME (the model the server serves)")
@@ -230,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
     print(f"call over: {tracing.observer.turns_completed} turns, {spans} spans in {folder.trace}", flush=True)
     return 0
 

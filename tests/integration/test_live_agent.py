@@ -63,9 +63,13 @@ def live_call(tmp_path_factory):
         assert client.returncode == 0, client.stderr[-3000:]
         assert agent.wait(timeout=120) == 0, agent.stderr.read()[-3000:]  # the caller hung up: the agent ends
     finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
+        if agent.poll() is None:  # SIGTERM first: the agent stops its llama-server on the way out
+            agent.terminate()
+            try:
+                agent.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
     agent_out = "".join(iter(lines.get, None))
     return {"trace": out / "agent" / "trace.jsonl", "client": out / "client", "client_stdout": client.stdout,
             "agent_stdout": agent_out, "script": json.loads((SAMPLES / f"{CALL}.json").read_text()), "env": env}
