@@ -45,13 +45,10 @@ def analyze_command(recording: Path, console: Console, err_console: Console, cal
         renderer("terminal")(analysis, console.file)
     notes = err_console if as_json else console
     if output is not None:
-        try:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            with open(output, "w", encoding="utf-8") as handle:
-                renderer("html")(analysis, handle)
-        except OSError as exc:
-            raise InputError(f"{output}: {exc.strerror}") from None
-        notes.print(f"wrote {output} ({output.stat().st_size / 2**20:.1f} MB, opens offline)", highlight=False, soft_wrap=True)
+        from voicetrace.cli.report import write_output
+
+        size = write_output(output, renderer("html"), analysis)
+        notes.print(f"wrote {output} ({size / 2**20:.1f} MB, opens offline)", highlight=False, soft_wrap=True)
     if not no_trace:
         path = trace or default_trace_path(recording)
         try:

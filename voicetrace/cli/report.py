@@ -41,13 +41,12 @@ def report(
     report_command(built, console, err_console, output=output, as_json=as_json)
 
 
-def write_html(report, output: Path) -> int:
-    from voicetrace.render import renderer
-
+def write_output(output: Path, render, subject) -> int:
+    """``render(subject, handle)`` into ``output`` (folders made); its size. A write that fails is one line."""
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         with open(output, "w", encoding="utf-8") as handle:
-            renderer("html")(report, handle)
+            render(subject, handle)
     except OSError as exc:
         raise InputError(f"{output}: {exc.strerror}") from None
     return output.stat().st_size
@@ -58,7 +57,9 @@ def report_command(report, console: Console, err_console: Console, output: Path 
     """Print a built Report (terminal or --json) and write its HTML when asked."""
     print_report(report, console, err_console, as_json)
     if output is not None:
-        size = write_html(report, output)
+        from voicetrace.render import renderer
+
+        size = write_output(output, renderer("html"), report)
         (err_console if as_json else console).print(
             f"wrote {output} ({size / 2**20:.1f} MB, opens offline)", highlight=False, soft_wrap=True)
 
