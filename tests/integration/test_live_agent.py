@@ -21,7 +21,7 @@ import soundfile as sf
 
 from voicetrace import semconv as sc
 from voicetrace.servers.llama import free_loopback_port
-from voicetrace.traces.otlp_json import read_trace_files
+from voicetrace.traces.files import read_trace_files
 
 from tests.conftest import ROOT, SAMPLES, VOICETRACE
 
