@@ -10,6 +10,7 @@ from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     EndFrame,
+    InputAudioRawFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
     LLMTextFrame,
@@ -147,9 +148,14 @@ async def test_content_is_not_recorded_by_default():
 
 @pytest.mark.asyncio
 async def test_turn_spans_are_written_when_the_reply_ends_not_at_call_end():
+    from voicetrace.capture.turn_tracker import REPLY_HANGOVER_NS
+
     h = Harness()
     await h.push(0, StartFrame())
-    await play_turn(h, 0)
+    await play_turn(h, 0)  # the bot stops at 5000: the reply looks over, and may yet resume
+    assert h.spans(sc.SPAN_TURN) == [] and h.observer.open_turns == 1
+    quiet = InputAudioRawFrame(audio=b"\x00\x00" * 320, sample_rate=16000, num_channels=1)
+    await h.push(5000 + REPLY_HANGOVER_NS / MS, quiet)  # the line stayed quiet for the hangover
     assert len(h.spans(sc.SPAN_TURN)) == 1
     assert h.observer.turns_completed == 1
     assert h.spans(sc.SPAN_CONVERSATION) == []
@@ -238,6 +244,7 @@ async def test_output_transport_rechunked_audio_is_not_tts_output():
     await h.push(2800, audio(40), source=output)
     await h.push(2900, TTSStoppedFrame())
     await h.push(3000, BotStoppedSpeakingFrame())
+    await h.push(9000, EndFrame())
     tts = h.one(sc.SPAN_TTS)
     assert ms(tts.end_time) == 2700
     assert tts.attributes[sc.ATTR_TTS_AUDIO_MS] == 100

@@ -56,6 +56,7 @@ async def test_client_timed_llm_call_with_llama_cpp_timings():
     await h.push(2910, BotStartedSpeakingFrame())
     await h.push(3000, TTSStoppedFrame())
     await h.push(4000, BotStoppedSpeakingFrame())
+    await h.push(9000, EndFrame())
 
     llm = h.one(sc.SPAN_LLM)
     assert f"{llm.context.span_id:016x}" in traceparent

@@ -10,6 +10,7 @@ from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     ErrorFrame,
+    InputAudioRawFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
     LLMTextFrame,
@@ -22,7 +23,7 @@ from pipecat.frames.frames import (
 )
 
 from voicetrace.capture.sinks import LLMCall, ToolRun
-from voicetrace.capture.turn_tracker import TurnTracker, Work
+from voicetrace.capture.turn_tracker import REPLY_HANGOVER_NS, TurnTracker, Work
 
 MS = 1_000_000
 
@@ -109,8 +110,10 @@ def test_a_request_with_no_open_turn_is_not_a_turn_s():
     s.at(2100, LLMFullResponseStartFrame(), LLMTextFrame("Hi."), LLMFullResponseEndFrame(), TTSStartedFrame())
     s.at(2200, BotStartedSpeakingFrame(), TTSStoppedFrame())
     s.at(3000, BotStoppedSpeakingFrame())
+    assert s.closed == []  # the reply looks over; it is held in case it resumes
+    s.at(3000 + REPLY_HANGOVER_NS / MS, InputAudioRawFrame(audio=b"\0\0" * 320, sample_rate=16000, num_channels=1))
     assert s.closed == [1] and s.tracker.open == []
-    assert s.llm_call(3100) is None and s.tool(3100) is None
+    assert s.llm_call(5600) is None and s.tool(5600) is None
 
 
 def test_bot_output_goes_to_the_answered_turn_only():

@@ -258,7 +258,7 @@ class SpanBuilder:
         if rec.bot_start_ns is None:
             return
         end = rec.bot_end_ns if rec.bot_end_ns is not None else rec.bot_start_ns
-        played_ms = _ms(end - rec.bot_start_ns)
+        played_ms = _ms(rec.bot_audio_ns)  # a reply that paused and resumed: the pause is not audio
         attrs: dict[str, Any] = {sc.ATTR_BOT_INTERRUPTED: rec.interrupted, sc.ATTR_BOT_AUDIO_MS: played_ms}
         if rec.interrupted and rec.interrupted_by_onset_ns is not None:
             attrs[sc.ATTR_BOT_INTERRUPTION_LATENCY_MS] = _ms(end - rec.interrupted_by_onset_ns)

@@ -54,6 +54,8 @@ class TurnRecord:
     llm_calls: list[LLMCall] = field(default_factory=list)
     frame_llms: list[LLMCall] = field(default_factory=list)
     llm_end_ns: int | None = None
+    llm_open: bool = False
+    """An LLM response has started and not ended (a tool's follow-up reopens the reply)."""
     # Tools
     tools: list[ToolRun] = field(default_factory=list)
     # TTS
@@ -69,10 +71,15 @@ class TurnRecord:
     bot_start_ns: int | None = None
     bot_end_ns: int | None = None
     bot_speaking: bool = False
+    bot_audio_ns: int = 0
+    """Time the bot was speaking, summed over its stretches (pauses inside the reply left out)."""
+    last_output_ns: int | None = None
+    """The latest bot-output frame of the turn: a finished-looking reply is held this long after."""
     interrupted: bool = False
     interrupted_by_onset_ns: int | None = None
     # Errors pipecat reported (ErrorFrame) per stage (asr, llm, tts, other): (ns, type, message).
     errors: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    _bot_stretch_start_ns: int = 0
 
     @property
     def committed(self) -> bool:
@@ -80,9 +87,13 @@ class TurnRecord:
 
     @property
     def reply_finished(self) -> bool:
-        """The LLM is done, TTS has nothing pending and the bot has stopped talking."""
+        """The LLM is done, TTS has nothing pending and the bot has stopped talking — as far as
+        pipecat's frames say: its TTS gives up on a context after seconds without audio and its
+        output transport stops after a short silence, so the reply may still resume (the tracker
+        holds the turn open a while, see ``REPLY_HANGOVER_NS``)."""
         return (
             self.llm_end_ns is not None
+            and not self.llm_open
             and not self.tts_open
             and self.bot_end_ns is not None
             and not self.bot_speaking
@@ -104,15 +115,18 @@ class TurnRecord:
     def record_output(self, frame, t: int) -> bool:
         """Record one of the bot's OUTPUT_FRAMES at ``t``; True when a part of the reply ended
         (LLM, TTS or bot speech), so the reply may be over."""
+        self.last_output_ns = t
         # Without an instrumented LLM service, the LLM's frames are the best client-side view:
         # LLMFullResponseStart is pushed just before the request, each LLMTextFrame per chunk.
         if isinstance(frame, LLMFullResponseStartFrame):
             # Each response is its own call (a tool's follow-up, or pipecat running the LLM again).
             self.frame_llms.append(LLMCall(request_ns=t))
+            self.llm_open = True
         elif isinstance(frame, LLMTextFrame):
             if self.frame_llms and frame.text:
                 self.frame_llms[-1].add_content(t, frame.text)
         elif isinstance(frame, LLMFullResponseEndFrame):
+            self.llm_open = False
             if self.frame_llms:
                 self.llm_end_ns = self.frame_llms[-1].end_ns = t
                 return True
@@ -133,12 +147,14 @@ class TurnRecord:
             self.tts_open = False
             self.tts_stopped_ns = t
             return True
-        elif isinstance(frame, BotStartedSpeakingFrame):
+        elif isinstance(frame, BotStartedSpeakingFrame) and not self.bot_speaking:
             self.bot_speaking = True
+            self._bot_stretch_start_ns = t
             if self.bot_start_ns is None:
                 self.bot_start_ns = t
         elif isinstance(frame, BotStoppedSpeakingFrame) and self.bot_speaking:
             self.bot_speaking = False
             self.bot_end_ns = t
+            self.bot_audio_ns += t - self._bot_stretch_start_ns
             return True
         return False

@@ -19,8 +19,14 @@ when it is over. Which turn owns what is decided in one place, ``owner()``:
   conversation), an LLM call is not recorded (``begin_llm_call`` returns None), a frame or an
   error is dropped.
 
-A committed turn stays open until its reply is over (LLM done, TTS drained, bot silent), it was
-interrupted and the bot is silent, or the next turn is committed.
+A committed turn stays open until its reply is over, it was interrupted and the bot is silent, the
+caller speaks again, the next turn is committed, or the call ends. pipecat's frames only say a reply
+*looks* over (LLM done, TTS stopped, bot silent): its TTS gives up on an audio context after 3 s
+without audio and the output transport stops the bot after 0.35 s of silence, so on a loaded machine
+the rest of a reply (a late LLM sentence, a slow synthesis, a tool's follow-up) comes after
+BotStoppedSpeaking. Such a turn is held, still the answered turn, until the line has been quiet
+for ``REPLY_HANGOVER_NS`` (timed by the frames that keep flowing: caller audio), as pipecat's own
+TurnTrackingObserver waits ``turn_end_timeout_secs`` after the bot stops.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.turn_record import OUTPUT_FRAMES, TurnRecord
 
 _SECONDS_NS = 1_000_000_000
+REPLY_HANGOVER_NS = 2_500_000_000
+"""A reply that looks over is held this long after its last output frame before its turn closes
+(pipecat's TurnTrackingObserver ends a turn 2.5 s after the bot stops, for the same reason)."""
 
 
 class Work(Enum):
@@ -127,6 +136,8 @@ class TurnTracker:
     def on_frame(self, frame, t: int, source=None) -> bool:
         """Take one frame at monotonic time ``t`` (``source``: the processor that pushed it).
         True when the frame is call activity: a frame the turns use, other than an error."""
+        if self.open:
+            self._close_quiet_replies(t)
         if isinstance(frame, (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame)):
             self._vad_change(frame, t)
         elif isinstance(frame, MetricsFrame):
@@ -144,8 +155,8 @@ class TurnTracker:
             return False
         elif isinstance(frame, OUTPUT_FRAMES):
             rec = self.owner(Work.OUTPUT)
-            if rec is not None and rec.record_output(frame, t):
-                self._maybe_close(rec)
+            if rec is not None and rec.record_output(frame, t) and rec.interrupted and not rec.bot_speaking:
+                self._close(rec)  # pipecat dropped the rest of an interrupted reply
         else:
             return False
         return True
@@ -188,7 +199,9 @@ class TurnTracker:
             rec.turn_is_complete = None
             return
         answered = self.answered()
-        if answered is not None and not answered.reply_finished:
+        if answered is not None and answered.reply_finished:
+            self._close(answered)  # the caller speaks again after a held reply: it is over
+        elif answered is not None:
             answered.interrupted = True
             answered.interrupted_by_onset_ns = onset
         rec = TurnRecord(number=len(self.turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs)
@@ -260,8 +273,10 @@ class TurnTracker:
         message = str(getattr(frame, "error", "") or "").strip().split("\n")[0][:200]
         self.add_error(stage, t, kind, message)
 
-    def _maybe_close(self, rec: TurnRecord) -> None:
-        if rec.reply_finished or (rec.interrupted and not rec.bot_speaking):
+    def _close_quiet_replies(self, t: int) -> None:
+        """Close held turns whose reply still looks over and has been quiet for the hangover."""
+        for rec in [r for r in self.open if r.committed and r.reply_finished
+                    and t - r.last_output_ns >= REPLY_HANGOVER_NS]:
             self._close(rec)
 
     def _close(self, rec: TurnRecord) -> None:
