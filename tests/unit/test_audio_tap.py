@@ -135,3 +135,25 @@ def test_frames_from_elsewhere_are_not_recorded():
     assert CallAudioTap.side_of(TTSAudioRawFrame(b"\x00\x00", 16000, 1), object()) is None  # TTS output, not played
     assert CallAudioTap.side_of(InputAudioRawFrame(b"\x00\x00", 16000, 1), inp) == "caller"
     assert CallAudioTap.side_of(TTSAudioRawFrame(b"\x00\x00", 16000, 1), out) == "bot"
+
+
+def test_a_pause_between_sentences_is_kept(tmp_path):
+    """Two sentences of 0.4 s with 20 ms of nothing between them (TTS catching up): the second starts at
+    3.42 s, where it played, not at 3.40 s."""
+    with CallTrace(tmp_path / "trace.jsonl", otlp=False, record_audio=True, clock=FakeClock(10**18)) as vt:
+        async def call():
+            src_in, src_out = FakeInput(TransportParams()), FakeOutput(TransportParams())
+            for n in range(250):
+                await vt.observer.on_push_frame(FramePushed(source=src_in, destination=None, frame=InputAudioRawFrame(
+                    b"\x00\x00" * 320, CALLER_RATE, 1), direction=FrameDirection.DOWNSTREAM, timestamp=(n * 20 + 1) * MS))
+                if 150 <= n < 170:
+                    j = n - 150
+                    played_ms = 3000 + (j + 1) * 40 + (20 if j >= 10 else 0) + 1.5
+                    await vt.observer.on_push_frame(FramePushed(source=src_out, destination=None, frame=TTSAudioRawFrame(
+                        _tone(660, 960, BOT_RATE, j * 960), BOT_RATE, 1), direction=FrameDirection.DOWNSTREAM,
+                        timestamp=round(played_ms * MS)))
+        asyncio.run(call())
+    audio, rate = sf.read(str(vt.recording), dtype="float32")
+    parts = _loud_s(audio[:, 1], rate)
+    assert len(parts) == 2, parts
+    assert abs(parts[0][0] - 3.0) <= 0.005 and abs(parts[1][0] - 3.42) <= 0.005 and abs(parts[1][1] - 3.82) <= 0.006, parts

@@ -10,8 +10,9 @@ Opt-in (``CallTrace(..., record_audio=True)``): a call recording is personal dat
 
 Offsets are from call time zero (the conversation span's start), so span time − conversation start is a
 position in call.wav, as in a replay. Frames of one side follow each other sample by sample (no gaps from
-scheduling jitter); a frame arriving more than ``RESYNC_NS`` after the end of what is written starts
-after silence at its own time (a paused transport, dropped frames, a new bot reply).
+scheduling jitter); a frame arriving later than the end of what is written — by more than ``RESYNC_NS``
+(caller) or ``BOT_RESYNC_NS`` (bot) — starts after silence at its own time (a paused transport, dropped
+frames, a pause in or between replies).
 The files are a run folder's (voicetrace.audio.recorder.CallRecorder): call.wav (caller left, bot
 right) and bot.wav, written as the call goes.
 """
@@ -34,7 +35,11 @@ log = logging.getLogger(__name__)
 
 CALLER, BOT = "caller", "bot"
 RESYNC_NS = 40_000_000
-"""Audio arriving this much later than the end of its side's track is placed at its own time, after silence."""
+"""Caller audio arriving this much later than the end of its track is placed at its own time, after silence."""
+BOT_RESYNC_NS = 5_000_000
+"""A bot chunk that started playing this much after the previous one ended follows a real pause (between
+sentences, while TTS catches up): placed at its own time. Measured on the reference pipeline, a 40 ms
+window moved reply ends 10–30 ms early."""
 DEFAULT_RATE = 16_000
 """The recording's rate when the bot speaks before any caller audio arrives (else the caller's rate)."""
 
@@ -94,7 +99,7 @@ class CallAudioTap:
         duration_ns = len(pcm) * 1_000_000_000 // rate
         started_ns = pushed_ns - duration_ns  # pushed on once played
         end = self._bot_end_ns
-        at_ns = max(0, started_ns) if end is None or started_ns > end + RESYNC_NS else end
+        at_ns = max(0, started_ns) if end is None or started_ns > end + BOT_RESYNC_NS else end
         self.recorder.add_bot(at_ns, pcm.tobytes(), rate)
         self._bot_end_ns = at_ns + duration_ns
 
