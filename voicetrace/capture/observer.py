@@ -49,6 +49,7 @@ class VoiceTraceObserver(BaseObserver):
         stage_attributes: Mapping[str, Mapping[str, Any]] | None = None,
         frame_time_ns: Callable[[FramePushed], int] | None = None,
         vad_positions=None,
+        audio_tap=None,
     ) -> None:
         super().__init__(observe_every_push=False)
         self._tracer = tracer_provider.get_tracer("voicetrace", __version__)
@@ -67,6 +68,8 @@ class VoiceTraceObserver(BaseObserver):
         self._pipeline_clock_start_ns: int | None = None
         self._recent_ids: OrderedDict[int, None] = OrderedDict()
         self.last_activity_mono_ns = 0
+        self.audio_tap = audio_tap
+        """Opt-in: a capture.audio_tap.CallAudioTap that records caller and bot audio on the call's timeline."""
 
     # --- conversation -----------------------------------------------------------------
     def start_conversation(self, mono_ns: int) -> None:
@@ -148,12 +151,27 @@ class VoiceTraceObserver(BaseObserver):
         frame = data.frame
         if self._seen(frame):
             return
+        if self.audio_tap is not None:
+            self._record_audio(data)
         if isinstance(frame, TTSAudioRawFrame) and isinstance(data.source, BaseOutputTransport):
             return  # the output transport re-chunks TTS audio as it plays: not TTS output
         try:
             self._dispatch(frame, self._mono_ns(data), data.source)
         except Exception:  # capture never breaks the call it measures
             log.exception("voicetrace: could not record %s", type(frame).__name__)
+
+    def _record_audio(self, data: FramePushed) -> None:
+        side = self.audio_tap.side_of(data.frame, data.source)
+        if side is None:
+            return
+        try:
+            t = self._mono_ns(data)
+            if self._conversation is None:  # the recording's sample 0 is call time zero
+                self.start_conversation(self._pipeline_start_ns if self._pipeline_start_ns is not None else t)
+            self.audio_tap.add(side, data.frame, t - self._tracker.call_start_ns)
+        except Exception:  # capture never breaks the call it measures: stop recording, keep tracing
+            log.exception("voicetrace: call audio recording stopped")
+            self.audio_tap = None
 
     def _dispatch(self, frame, t: int, source=None) -> None:
         if isinstance(frame, StartFrame):

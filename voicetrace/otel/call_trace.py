@@ -8,7 +8,10 @@
 
 One call, one file: the file is replaced unless ``append=True``. Every span carries the same
 resource (voicetrace.otel.resource): service.name, deployment.environment, conversation.id and the
-pipeline configuration, personal settings only under content capture.
+pipeline configuration, personal settings only under content capture. ``record_audio=True`` (off unless
+asked: a recording is personal data) also writes the call's audio beside the trace — call.wav, caller
+left, bot right, on the call's timeline (voicetrace.capture.audio_tap) — for the acoustic check and the
+HTML report's player.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from voicetrace import semconv as sc
 from voicetrace.capture import VoiceTraceObserver
+from voicetrace.capture.audio_tap import CallAudioTap
 from voicetrace.capture.content import ContentPolicy
 from voicetrace.clock import RunClock
 from voicetrace.otel.jsonl import OtlpJsonLinesExporter
@@ -29,6 +33,7 @@ from voicetrace.otel.live import ExportStats, LiveExportProcessor, attach_live_e
 from voicetrace.otel.provider import make_tracer_provider
 from voicetrace.otel.resource import build_resource, pipeline_config_attributes
 from voicetrace.otel.target import OtlpTarget, resolve_otlp_target
+from voicetrace.run.folder import RunFolder
 
 
 def new_conversation_id() -> str:
@@ -63,8 +68,13 @@ class CallTrace:
         clock: RunClock | None = None,
         on_warning: Callable[[str], None] | None = None,
         append: bool = False,
+        record_audio: bool = False,
     ) -> None:
+        if record_audio and append:
+            raise ValueError("CallTrace: record_audio needs one call per folder (call.wav beside the trace); "
+                             "append=True pools calls in one file")
         self.path = Path(path)
+        self.record_audio = record_audio
         self.conversation_id = conversation_id or new_conversation_id()
         self.content = ContentPolicy.from_flags(capture_content, redact)
         self.otlp: OtlpTarget | None = resolve_otlp_target(None, None, os.environ) if otlp is None else (otlp or None)
@@ -85,12 +95,17 @@ class CallTrace:
         self._instrumentors: list = []
         self.tracer_provider: TracerProvider | None = None
         self.observer: VoiceTraceObserver | None = None
+        self.audio_tap: CallAudioTap | None = None
+        self.recording: Path | None = None
+        """call.wav once the trace is closed, when ``record_audio`` was asked for and audio was seen."""
 
     # --- lifecycle ------------------------------------------------------------------------
     def open(self) -> "CallTrace":
         if self.observer is not None:
             return self
         self._exporter = OtlpJsonLinesExporter(self.path, append=self._append)
+        if self.record_audio:
+            self.audio_tap = CallAudioTap(RunFolder(self.path.parent))
         self.tracer_provider = make_tracer_provider(self.resource, self._exporter)
         if self.otlp is not None:
             self._live = attach_live_export(self.tracer_provider, self.otlp, warn=self._on_warning)
@@ -102,6 +117,7 @@ class CallTrace:
             conversation_id=self.conversation_id,
             conversation_attributes=self._conversation_attributes,
             stage_attributes=self._stage_attributes,
+            audio_tap=self.audio_tap,
         )
         return self
 
@@ -115,7 +131,11 @@ class CallTrace:
         try:
             self.observer.finish()
         finally:
-            self.tracer_provider.shutdown()
+            try:
+                if self.audio_tap is not None:
+                    self.recording = self.audio_tap.close()
+            finally:
+                self.tracer_provider.shutdown()
 
     def __enter__(self) -> "CallTrace":
         return self.open()

@@ -17,6 +17,7 @@ from voicetrace.analysis.metrics import METRICS
 from voicetrace.analysis.summary import too_few_note
 from voicetrace.analysis.turns import KEY
 from voicetrace.analysis.waterfall import select_turns, turn_trees
+from voicetrace.render import html_audio
 from voicetrace.render import html_figures as figs
 from voicetrace.render.fmt import share, stat_ms
 from voicetrace.render.html_tables import acoustic_section, mean_breakdown, other_table, turn_table
@@ -36,11 +37,12 @@ def _json_for_script(value) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _waterfalls(report) -> tuple[list, dict]:
+def _waterfalls(report) -> tuple[list, dict, html_audio.PageAudio]:
     turns = report.turns
     if not len(turns):
-        return [], {}
+        return [], {}, html_audio.page_audio(report, turns)
     chosen = select_turns(turns, MAX_WATERFALLS)
+    audio = html_audio.page_audio(report, chosen)
     tree, events = turn_trees(report.tables, chosen)
     tree_groups = dict(iter(tree.groupby(KEY, sort=False)))
     event_groups = dict(iter(events.groupby(KEY, sort=False)))
@@ -53,9 +55,10 @@ def _waterfalls(report) -> tuple[list, dict]:
         fig = figs.waterfall(row, tree_groups[key], event_groups.get(key, empty_events))
         v2v = "—" if pd.isna(row["v2v_ms"]) else f"{row['v2v_ms']:,.0f} ms"
         fig["label"] = f"{figs.turn_label(row)} · V2V {v2v}"
+        audio.attach(fig, row)
         index[key] = len(out)
         out.append(fig)
-    return out, index
+    return out, index, audio
 
 
 def _headline(report) -> str:
@@ -74,7 +77,7 @@ def _headline(report) -> str:
 
 
 def build_page(report) -> str:
-    waterfalls, wf_index = _waterfalls(report)
+    waterfalls, wf_index, audio = _waterfalls(report)
     turns = report.turns
     figures = {
         "breakdown": figs.breakdown(turns, wf_index) if len(turns) else None,
@@ -90,7 +93,7 @@ def build_page(report) -> str:
         worst = turns["v2v_ms"].idxmax() if turns["v2v_ms"].notna().any() else None
         if worst is not None:
             default = wf_index.get((turns.at[worst, "trace_id"], turns.at[worst, "turn_span_id"]), 0)
-    data = {"figures": figures, "waterfalls": waterfalls, "default_waterfall": default}
+    data = {"figures": figures, "waterfalls": waterfalls, "default_waterfall": default, "audio": {"calls": audio.calls}}
     divs = "".join(f'<div class="plot" id="fig-{k}"></div>' for k in figures if k != "breakdown")
     sources = ", ".join(report.sources[:10]) + (f" and {len(report.sources) - 10} more" if len(report.sources) > 10 else "")
     selector_note = (f"{len(waterfalls)} of {len(turns)} turns have a waterfall here (the slowest and a spread over V2V)"
@@ -103,12 +106,12 @@ def build_page(report) -> str:
     wf_section = (
         '<section id="waterfall-section"><h2>Waterfall</h2>'
         f'<label>turn <select id="turn-select"></select></label> <span class="note">{html.escape(selector_note)}</span>'
-        '<div class="plot" id="waterfall"></div></section>'
+        f'{audio.player_html()}<div class="plot" id="waterfall"></div></section>'
         if waterfalls else '<section id="waterfall-section"><h2>Waterfall</h2><p class="note">no turns to draw</p></section>')
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>voicetrace report</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>{_CSS}</style>
+<style>{_CSS}{html_audio.CSS}</style>
 <script>{plotly_js()}</script>
 </head><body>
 <h1>voicetrace report</h1>
@@ -121,7 +124,7 @@ def build_page(report) -> str:
 {acoustic_section(report)}
 {other_table(report)}
 <script type="application/json" id="voicetrace-data">{_json_for_script(data)}</script>
-<script>{_JS}</script>
+<script>{html_audio.JS}{_JS}</script>
 </body></html>
 """
 
@@ -163,7 +166,9 @@ _JS = """
     var w = data.waterfalls[i];
     if (!w) return Promise.resolve();
     sel.value = String(i);
-    return Plotly.react('waterfall', w.data, w.layout, cfg);
+    return Plotly.react('waterfall', w.data, w.layout, cfg).then(function () {  // the audio player follows
+      document.dispatchEvent(new CustomEvent('voicetrace:waterfall', {detail: {index: i, waterfall: w}}));
+    });
   }
   if (sel) {
     data.waterfalls.forEach(function (w, i) {
