@@ -82,3 +82,10 @@ def test_collector_pipelines_use_the_components_it_defines():
         for kind in ("receivers", "processors", "exporters"):
             assert set(pipeline[kind]) <= set(config[kind]), (kind, pipeline[kind])
     assert config["exporters"]["prometheus"]["enable_open_metrics"] is True  # exemplars
+
+
+def test_the_replay_prometheus_config_is_valid_and_loads_the_rules():
+    done = subprocess.run([promtool(), "check", "config", "prometheus.yml"], cwd=DASHBOARDS,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 8 rules found" in done.stdout
