@@ -23,11 +23,11 @@ from voicetrace.capture.metrics_recorder import MetricsRecorder
 from voicetrace.capture.turn_observations import turn_observations
 
 
-def main() -> dict:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=100, help="tokens per LLM reply (one ITL observation each)")
     parser.add_argument("--turns", type=int, default=300)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tracer = TracerProvider().get_tracer("bench")
     recs = []
     for i in range(args.turns):
