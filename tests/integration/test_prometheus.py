@@ -145,10 +145,17 @@ def test_histogram_quantile_agrees_with_the_report_within_one_bucket(scraped, in
     report = stat(values).raw[f"p{round(q * 100)}"]
     # The buckets hold exactly the report's per-turn values...
     assert measured == pytest.approx(prometheus_quantile(q, values, bounds_ms), abs=1e-6)
-    # ...so the estimate is within one bucket of the report's own percentile.
+    # ...so the estimate is within one bucket of the report's own percentile, give or take the gap
+    # between the two turns the report interpolates between (numpy's linear percentile on a few turns;
+    # Prometheus takes the bucket of one order statistic): no histogram resolves inside that gap, and
+    # it shrinks to nothing as turns accumulate.
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    gap = ordered[math.ceil(position)] - ordered[math.floor(position)]
+    width = bucket_width(report, bounds_ms)
     print(f"{inst.name} p{round(q * 100)}: prometheus {measured:.1f} ms, report {report:.1f} ms, "
-          f"bucket {bucket_width(report, bounds_ms):.0f} ms")
-    assert abs(measured - report) <= bucket_width(report, bounds_ms)
+          f"bucket {width:.0f} ms, interpolation gap {gap:.1f} ms, turns {[round(v, 1) for v in ordered]}")
+    assert abs(measured - report) <= width + gap
 
 
 def test_counters_equal_the_reports_turns_barge_ins_and_errors(scraped):
