@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# Test-only system packages: headless Chromium (Debian/Ubuntu package `chromium`) for the tests that
-# open the HTML report in a real browser. Installed once; a no-op when it is already there.
+# Test-only system packages, installed once (a no-op when they are there):
+# - headless Chromium (Debian/Ubuntu package `chromium`) for the tests that open the HTML report;
+# - Prometheus with promtool (package `prometheus`) for the metrics tests: they start their own
+#   Prometheus on a free loopback port with a temporary config and storage (never the system service).
 set -euo pipefail
+missing=()
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
   echo "== chromium: installed"
-  exit 0
+else
+  missing+=(chromium)
 fi
-echo "== chromium (apt-get; for the HTML report browser tests)"
+if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
+  echo "== prometheus: installed"
+else
+  missing+=(prometheus)
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "== ${missing[*]} (apt-get; for the browser and Prometheus tests)"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium
+# policy-rc.d-style environments refuse to start the packaged service; the tests never use it.
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

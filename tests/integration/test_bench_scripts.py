@@ -37,6 +37,14 @@ def test_capture_cost_runs():
     assert out["chunk_us"] > 0 and out["span_us"] > 0
 
 
+def test_metrics_cost_runs():
+    import metrics_cost
+
+    out = metrics_cost.main(["--tokens", "20", "--turns", "20"])
+    # The hand-off is what keeps the SDK off the pipeline: it must cost less than calling the SDK there.
+    assert 0 < out["pipeline_us"] < out["direct_us"]
+
+
 def test_report_scale_runs():
     import report_scale
 

@@ -48,3 +48,15 @@ def test_report_from_unreachable_jaeger(cli_env):
 ])
 def test_report_usage_errors(cli_env, args, code, needle):
     assert_one_line_error(run_cli("report", *args, env=cli_env), code, needle)
+
+
+@pytest.mark.parametrize("args, env_extra, needle", [
+    (["--prometheus-port", "70000"], {}, "--prometheus-port must be 0-65535"),
+    ([], {"OTEL_METRICS_EXPORTER": "statsd"}, "OTEL_METRICS_EXPORTER: statsd not offered"),
+    (["--prometheus-port", "9464", "--prometheus-linger-s", "-1"], {}, "--prometheus-linger-s must be 0 or more"),
+])
+def test_bad_metrics_settings(tmp_path, cli_env, args, env_extra, needle):
+    result = run_cli("run", str(SAMPLES / "address_change.wav"), "--out", str(tmp_path / "runs"), *args,
+                     env=dict(cli_env, **env_extra))
+    assert_one_line_error(result, 2, needle)
+    assert not (tmp_path / "runs").exists()

@@ -50,6 +50,9 @@ class VoiceTraceObserver(BaseObserver):
         frame_time_ns: Callable[[FramePushed], int] | None = None,
         vad_positions=None,
         audio_tap=None,
+        meter_provider=None,
+        metric_attributes: Mapping[str, Any] | None = None,
+        v2v_budget_ms: float | None = None,
     ) -> None:
         super().__init__(observe_every_push=False)
         self._tracer = tracer_provider.get_tracer("voicetrace", __version__)
@@ -58,7 +61,15 @@ class VoiceTraceObserver(BaseObserver):
         self._frame_time_ns = frame_time_ns
         self.content = ContentPolicy.from_flags(capture_content, redact)
         self._builder = SpanBuilder(self._tracer, self.clock.to_wall_ns, self.content, stage_attributes)
-        self._tracker = TurnTracker(on_turn_started=self._turn_started, on_turn_closed=self._builder.emit_turn,
+        self.metrics = None
+        """The MetricsRecorder when a ``meter_provider`` was given (never the global one)."""
+        if meter_provider is not None:
+            from voicetrace.capture.metrics_recorder import MetricsRecorder, default_metric_attributes
+
+            self.metrics = MetricsRecorder(
+                meter_provider, default_metric_attributes(tracer_provider, stage_attributes, metric_attributes),
+                **({"v2v_budget_ms": v2v_budget_ms} if v2v_budget_ms is not None else {}))
+        self._tracker = TurnTracker(on_turn_started=self._turn_started, on_turn_closed=self._turn_closed,
                                     vad_positions=vad_positions)
         self._conversation_id = conversation_id
         self._conversation_attributes = dict(conversation_attributes or {})
@@ -93,6 +104,8 @@ class VoiceTraceObserver(BaseObserver):
         if self._conversation_ctx is not None:
             for run in self._tracker.call_tools:
                 self._builder.emit_tool(run, self._conversation_ctx)
+                if self.metrics is not None:
+                    self.metrics.record_tool(run, self._conversation)
             self._tracker.call_tools.clear()
         if self._conversation is not None and self._conversation.is_recording():
             end = mono_ns if mono_ns is not None else self.clock.mono_ns()
@@ -117,6 +130,11 @@ class VoiceTraceObserver(BaseObserver):
     def use_vad_positions(self, vad) -> None:
         """Take speech onsets and ends from a VAD with AudioPositionMixin (see vad_position.py)."""
         self._tracker.vad_positions = vad
+
+    def _turn_closed(self, rec: TurnRecord) -> None:
+        self._builder.emit_turn(rec)
+        if self.metrics is not None:
+            self.metrics.record_turn(rec)
 
     def _turn_started(self, rec: TurnRecord, frame_ns: int) -> None:
         if self._conversation is None:

@@ -34,11 +34,14 @@ def run(
     otlp_protocol: Optional[str] = typer.Option(None, "--otlp-protocol", help="grpc or http/protobuf (default: from the URL, then OTEL_EXPORTER_OTLP_PROTOCOL, then http/protobuf)."),
     service_name: str = typer.Option("voicetrace", "--service-name", envvar="OTEL_SERVICE_NAME", help="service.name on the spans (what Jaeger lists them under)."),
     environment: Optional[str] = typer.Option(None, "--environment", help="deployment.environment on the spans (default: from OTEL_RESOURCE_ATTRIBUTES, else local)."),
+    prometheus_port: Optional[int] = typer.Option(None, "--prometheus-port", help="Serve the call's latency metrics for Prometheus at http://127.0.0.1:PORT/metrics while it runs (OTEL_EXPORTER_PROMETHEUS_HOST for another address; docs/METRICS.md)."),
+    prometheus_linger_s: float = typer.Option(0.0, "--prometheus-linger-s", help="After the call, keep the metrics endpoint up until Prometheus has scraped it once more, at most this many seconds (a replay's last numbers)."),
     llm_timeout_s: float = typer.Option(30.0, "--llm-timeout-s", help="An LLM server that sends nothing for this long (before answering or mid-stream) ends that turn's LLM call with an error span; the run goes on."),
 ) -> None:
     """Replay CALL in real time through the reference pipeline; one span per stage of each turn."""
     from voicetrace.cli.report import print_run_report
     from voicetrace.otel.live import export_summary, quiet_exporter_logs
+    from voicetrace.otel.meters import resolve_metrics_export
     from voicetrace.otel.target import resolve_otlp_target
     from voicetrace.run import RunInterrupted, RunOptions, run_call
     from voicetrace.run.options import parse_settings
@@ -50,8 +53,10 @@ def run(
             tools_db=tools_db, run_id=run_id, asr_mode=asr, asr_model=asr_model, language=language,
             overrides=parse_settings(settings or []), service_name=service_name, environment=environment,
             llm_stall_timeout_s=llm_timeout_s, on_warning=print_warning,
+            prometheus_port=prometheus_port, prometheus_linger_s=prometheus_linger_s,
         )
         options.otlp = resolve_otlp_target(otlp, otlp_protocol, os.environ)
+        resolve_metrics_export(options.otlp, prometheus_port, os.environ)  # a bad OTEL_METRICS_* before anything starts
         options.validate()  # every usage mistake before the progress line (run_call checks again)
         quiet_exporter_logs()
         with _RunProgress() as progress:

@@ -30,6 +30,7 @@ from voicetrace.capture.content import ContentPolicy
 from voicetrace.clock import RunClock
 from voicetrace.otel.jsonl import OtlpJsonLinesExporter
 from voicetrace.otel.live import ExportStats, LiveExportProcessor, attach_live_export, export_summary
+from voicetrace.otel.meters import Meters, resolve_metrics_export
 from voicetrace.otel.provider import make_tracer_provider
 from voicetrace.otel.resource import build_resource, pipeline_config_attributes
 from voicetrace.otel.target import OtlpTarget, resolve_otlp_target
@@ -49,6 +50,12 @@ class CallTrace:
     ``voice.pipeline.config.*``; ``resource_attributes`` are added to the resource as they are.
     Settings are checked here (a bad OTLP variable raises ``OtlpConfigError``); nothing is created
     until the trace is opened (``with`` or ``open()``).
+
+    Metrics (docs/METRICS.md): ``meter_provider`` records into yours (you own its lifecycle); else
+    ``prometheus_port`` serves a scrape endpoint (loopback; 0 picks a free port, see
+    ``vt.meters.prometheus.url``) and OTEL_METRICS_EXPORTER=otlp sends them where the spans go.
+    ``prometheus_linger_s``: on close, wait up to this long for one more scrape (a short-lived
+    process's last numbers). ``v2v_budget_ms``: voice.turns.over_budget's threshold (1000).
     """
 
     def __init__(
@@ -69,6 +76,10 @@ class CallTrace:
         on_warning: Callable[[str], None] | None = None,
         append: bool = False,
         record_audio: bool = False,
+        meter_provider=None,
+        prometheus_port: int | None = None,
+        prometheus_linger_s: float = 0.0,
+        v2v_budget_ms: float | None = None,
     ) -> None:
         if record_audio and append:
             raise ValueError("CallTrace: record_audio needs one call per folder (call.wav beside the trace); "
@@ -98,6 +109,14 @@ class CallTrace:
         self.audio_tap: CallAudioTap | None = None
         self.recording: Path | None = None
         """call.wav once the trace is closed, when ``record_audio`` was asked for and audio was seen."""
+        # Metrics (voicetrace.otel.meters): the caller's meter provider, else one of ours when the
+        # environment, the OTLP target or ``prometheus_port`` gives the metrics somewhere to go.
+        self.meter_provider = meter_provider
+        self.metrics_export = None if meter_provider is not None else resolve_metrics_export(
+            self.otlp, prometheus_port, os.environ)
+        self.meters: Meters | None = None
+        self._prometheus_linger_s = prometheus_linger_s
+        self._v2v_budget_ms = v2v_budget_ms
 
     # --- lifecycle ------------------------------------------------------------------------
     def open(self) -> "CallTrace":
@@ -109,6 +128,10 @@ class CallTrace:
         self.tracer_provider = make_tracer_provider(self.resource, self._exporter)
         if self.otlp is not None:
             self._live = attach_live_export(self.tracer_provider, self.otlp, warn=self._on_warning)
+        export = self.metrics_export
+        if export is not None and (export.otlp is not None or export.prometheus is not None):
+            self.meters = Meters(self.resource, export, warn=self._on_warning)
+            self.meter_provider = self.meters.provider
         self.observer = VoiceTraceObserver(
             tracer_provider=self.tracer_provider,
             clock=self.clock,
@@ -118,6 +141,8 @@ class CallTrace:
             conversation_attributes=self._conversation_attributes,
             stage_attributes=self._stage_attributes,
             audio_tap=self.audio_tap,
+            meter_provider=self.meter_provider,
+            v2v_budget_ms=self._v2v_budget_ms,
         )
         return self
 
@@ -136,6 +161,19 @@ class CallTrace:
                     self.recording = self.audio_tap.close()
             finally:
                 self.tracer_provider.shutdown()
+                self._close_metrics()
+
+    def _close_metrics(self) -> None:
+        """Every turn into the instruments; then (ours only) a last scrape if asked to wait for one,
+        the final OTLP export and the scrape endpoint down."""
+        if self.observer.metrics is not None:
+            self.observer.metrics.close()
+        if self.meters is None:
+            return
+        endpoint = self.meters.prometheus
+        if endpoint is not None and self._prometheus_linger_s > 0:
+            endpoint.wait_for_scrape(endpoint.scrapes, self._prometheus_linger_s)
+        self.meters.shutdown()
 
     def __enter__(self) -> "CallTrace":
         return self.open()

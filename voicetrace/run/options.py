@@ -64,6 +64,10 @@ class RunOptions:
     """Called (at most once per problem) with a one-line warning: odd input, live export trouble."""
     llm_stall_timeout_s: float = 30.0
     """An LLM server silent this long (before its answer or mid-stream) ends the turn's LLM call."""
+    prometheus_port: int | None = None
+    """Serve the call's metrics for Prometheus on this port (loopback; OTEL_EXPORTER_PROMETHEUS_HOST)."""
+    prometheus_linger_s: float = 0.0
+    """After the call, keep the scrape endpoint up until one more scrape, at most this long."""
 
     @property
     def asr_model_name(self) -> str:
@@ -93,6 +97,10 @@ class RunOptions:
             raise UsageError(f"--llm-timeout-s must be positive, not {self.llm_stall_timeout_s:g}")
         if self.tail_s is not None and not self.tail_s >= 0:
             raise UsageError(f"the tail must be 0 s or more, not {self.tail_s:g}")
+        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65535:
+            raise UsageError(f"--prometheus-port must be 0-65535, not {self.prometheus_port}")
+        if not self.prometheus_linger_s >= 0:
+            raise UsageError(f"--prometheus-linger-s must be 0 or more, not {self.prometheus_linger_s:g}")
         if self.caller_channel < 0:
             raise UsageError(f"--caller-channel must be 0 or more, not {self.caller_channel}")
         if self.run_id is not None and (self.run_id in ("", ".", "..") or "/" in self.run_id or "\\" in self.run_id):

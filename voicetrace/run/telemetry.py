@@ -37,6 +37,8 @@ def start_capture(folder: RunFolder, options, config, run_id: str, call):
             sc.SPAN_TTS: {sc.ATTR_TTS_VOICE: config.tts_voice},
         },
         on_warning=options.on_warning,
+        prometheus_port=options.prometheus_port,
+        prometheus_linger_s=options.prometheus_linger_s,
     ).open()
 
 
