@@ -46,8 +46,8 @@ def _tone(hz: float, samples: int, rate: int, start: int = 0) -> bytes:
 
 
 async def _call(vt: CallTrace, jitter_ms: tuple = (0.0, 2.5, 0.7, 3.1)) -> None:
-    """A 6 s call: caller frames every 20 ms (speech 1.0–2.0 s, none between 4.0 and 4.5 s: the transport
-    stalled), then a bot reply of 1 s from 3.0 s in 40 ms chunks at 24 kHz, each pushed once played."""
+    """A 6 s call: caller frames every 20 ms (speech 1.0–2.0 s, none between 4.0 and 5.2 s: the client
+    stopped sending), then a bot reply of 1 s from 3.0 s in 40 ms chunks at 24 kHz, each pushed once played."""
     source_in, source_out = FakeInput(TransportParams()), FakeOutput(TransportParams())
 
     async def push(at_ms: float, frame, source=None):
@@ -56,8 +56,8 @@ async def _call(vt: CallTrace, jitter_ms: tuple = (0.0, 2.5, 0.7, 3.1)) -> None:
 
     await push(0, StartFrame(), source_in)
     for n in range(300):
-        if 200 <= n < 225:
-            continue  # 4.0–4.5 s: nothing arrives
+        if 200 <= n < 260:
+            continue  # 4.0–5.2 s: nothing arrives
         speech = 50 <= n < 100
         pcm = _tone(440, 320, CALLER_RATE, n * 320) if speech else b"\x00\x00" * 320
         await push(n * 20 + 1 + jitter_ms[n % len(jitter_ms)], InputAudioRawFrame(pcm, CALLER_RATE, 1), source_in)
@@ -108,18 +108,19 @@ def test_caller_and_bot_land_on_their_channels_at_their_times(tmp_path):
 
 
 def test_the_stall_is_kept_as_silence_at_the_right_place(tmp_path):
-    """Caller frames after a 500 ms stall start at their own time (a marker tone at 4.5 s)."""
+    """Caller frames after a 1.2 s stall (longer than RESYNC_NS: audio stopped coming) start at their own
+    time (a marker tone at 5.2 s)."""
     with CallTrace(tmp_path / "trace.jsonl", otlp=False, record_audio=True, clock=FakeClock(10**18)) as vt:
         async def call():
             src = FakeInput(TransportParams())
-            for n in list(range(0, 200)) + list(range(225, 250)):
-                pcm = _tone(440, 320, CALLER_RATE) if n == 225 else b"\x00\x00" * 320
+            for n in list(range(0, 200)) + list(range(260, 285)):
+                pcm = _tone(440, 320, CALLER_RATE) if n == 260 else b"\x00\x00" * 320
                 await vt.observer.on_push_frame(FramePushed(source=src, destination=None, frame=InputAudioRawFrame(
                     pcm, CALLER_RATE, 1), direction=FrameDirection.DOWNSTREAM, timestamp=(n * 20 + 2) * MS))
         asyncio.run(call())
     audio, rate = sf.read(str(vt.recording), dtype="float32")
     (marker,) = _loud_s(audio[:, 0], rate)
-    assert abs(marker[0] - 4.5) <= 0.005 and abs(marker[1] - 4.52) <= 0.005, marker
+    assert abs(marker[0] - 5.2) <= 0.005 and abs(marker[1] - 5.22) <= 0.005, marker
 
 
 def test_recording_needs_one_call_per_folder(tmp_path):
@@ -157,3 +158,20 @@ def test_a_pause_between_sentences_is_kept(tmp_path):
     parts = _loud_s(audio[:, 1], rate)
     assert len(parts) == 2, parts
     assert abs(parts[0][0] - 3.0) <= 0.005 and abs(parts[1][0] - 3.42) <= 0.005 and abs(parts[1][1] - 3.82) <= 0.006, parts
+
+
+def test_late_caller_frames_that_catch_up_are_not_shifted(tmp_path):
+    """A loaded pipeline pushes caller frames 300 ms late, then catches up in a burst: the audio keeps its
+    place (sample count is the clock), so a marker tone after the stall is where it was said (2.0 s)."""
+    with CallTrace(tmp_path / "trace.jsonl", otlp=False, record_audio=True, clock=FakeClock(10**18)) as vt:
+        async def call():
+            src = FakeInput(TransportParams())
+            for n in range(150):
+                late_ms = 300 if 50 <= n < 65 else max(0, 300 - (n - 65) * 20) if 65 <= n < 80 else 0
+                pcm = _tone(440, 320, CALLER_RATE) if n == 100 else b"\x00\x00" * 320
+                await vt.observer.on_push_frame(FramePushed(source=src, destination=None, frame=InputAudioRawFrame(
+                    pcm, CALLER_RATE, 1), direction=FrameDirection.DOWNSTREAM, timestamp=(n * 20 + 2 + late_ms) * MS))
+        asyncio.run(call())
+    audio, rate = sf.read(str(vt.recording), dtype="float32")
+    (marker,) = _loud_s(audio[:, 0], rate)
+    assert abs(marker[0] - 2.0) <= 0.005, marker

@@ -34,8 +34,13 @@ from voicetrace.run.folder import RunFolder
 log = logging.getLogger(__name__)
 
 CALLER, BOT = "caller", "bot"
-RESYNC_NS = 40_000_000
-"""Caller audio arriving this much later than the end of its track is placed at its own time, after silence."""
+RESYNC_NS = 1_000_000_000
+"""Caller audio arriving this much later than the end of its track is placed at its own time, after silence.
+
+Large on purpose: a caller's audio is a continuous stream, so its sample count is the exact clock and
+its arrival time only an upper bound. A loaded pipeline (or a network burst) delivers frames late and
+then catches up; placing them at their arrival would shift all later audio by every stall (seen on a
+loaded 2-core replay). Only a gap this long means audio really stopped coming (a paused client)."""
 BOT_RESYNC_NS = 5_000_000
 """A bot chunk that started playing this much after the previous one ended follows a real pause (between
 sentences, while TTS catches up): placed at its own time. Measured on the reference pipeline, a 40 ms
