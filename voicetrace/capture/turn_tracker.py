@@ -29,6 +29,7 @@ from enum import Enum
 from typing import Callable, Protocol
 
 from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
     ErrorFrame,
     InterimTranscriptionFrame,
     MetricsFrame,
@@ -39,10 +40,14 @@ from pipecat.frames.frames import (
 )
 from pipecat.metrics.metrics import TurnMetricsData
 
+from voicetrace.capture.audio_edges import CallerEdges
+from voicetrace.capture.bot_onset import BotOnset
 from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.turn_record import OUTPUT_FRAMES, TurnRecord
 
 _SECONDS_NS = 1_000_000_000
+_EDGE_WINDOW_NS = _SECONDS_NS
+"""An audio edge further than this before the VAD's own estimate is not this turn's: the VAD's is kept."""
 
 
 class Work(Enum):
@@ -83,6 +88,10 @@ class TurnTracker:
         """Tool runs with no open turn (e.g. at call start): they belong to the call."""
         self.turns_completed = 0
         self._vad_speaking = False
+        self.caller_audio = CallerEdges()
+        """Speech edges from the caller audio itself (every input audio frame; see audio_edges)."""
+        self.bot_onset = BotOnset()
+        """First audible bot frame, from the audio the output transport played (see bot_onset)."""
 
     # --- ownership: the one rule (module docstring) ----------------------------------------
     def listening(self) -> TurnRecord | None:
@@ -143,12 +152,25 @@ class TurnTracker:
             self._error(frame, t, source)
             return False
         elif isinstance(frame, OUTPUT_FRAMES):
+            if isinstance(frame, BotStartedSpeakingFrame):
+                self.bot_onset.started(t)
             rec = self.owner(Work.OUTPUT)
             if rec is not None and rec.record_output(frame, t):
                 self._maybe_close(rec)
         else:
             return False
         return True
+
+    def caller_audio_frame(self, frame, t: int) -> None:
+        """An input audio frame pushed at ``t``: the audio edge detector hears it."""
+        self.caller_audio.feed(frame.audio, frame.sample_rate, frame.num_channels, t)
+
+    def bot_audio_played(self, frame) -> None:
+        """An audio chunk the output transport played: the bot's onset is the first audible one."""
+        onset = self.bot_onset.feed(frame.audio, frame.sample_rate, frame.num_channels)
+        rec = self.owner(Work.OUTPUT) if onset is not None else None
+        if rec is not None and rec.bot_start_ns is not None and rec.bot_audible_ns is None:
+            rec.bot_audible_ns = max(onset, rec.bot_start_ns)
 
     def close_all(self) -> None:
         for rec in list(self.open):
@@ -177,25 +199,42 @@ class TurnTracker:
         return self.call_start_ns + int(position_s * _SECONDS_NS)
 
     def _speech_started(self, frame: VADUserStartedSpeakingFrame, t: int) -> None:
-        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
-        onset = self._audio_time_ns(speaking=True, fallback_ns=t) - int(frame.start_secs * _SECONDS_NS)
+        # The VAD declares speech only after start_secs of voiced audio: its onset was earlier.
+        declared = self._audio_time_ns(speaking=True, fallback_ns=t)
+        vad_onset = declared - int(frame.start_secs * _SECONDS_NS)
         rec = self.owner(Work.CALLER)
         if rec is not None:
+            rec.vad_events.append((t, True))
             # The caller resumed before the turn was committed: same turn, earlier
             # end-of-turn conclusions are stale.
             rec.vad_segments += 1
             rec.decided_ns = None
             rec.turn_is_complete = None
             return
+        onset, source = self._audio_onset(declared, vad_onset)
         answered = self.answered()
         if answered is not None and not answered.reply_finished:
             answered.interrupted = True
             answered.interrupted_by_onset_ns = onset
-        rec = TurnRecord(number=len(self.turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs)
+        rec = TurnRecord(number=len(self.turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs,
+                         vad_onset_ns=vad_onset, start_source=source)
+        rec.vad_events.append((t, True))
         if self._on_started is not None:
             self._on_started(rec, t)
         self.turns.append(rec)
         self.open.append(rec)
+
+    def _audio_onset(self, declared: int, vad_onset: int) -> tuple[int, str]:
+        """The caller audio's onset behind a VAD start (audio position ``declared``), else the VAD's own."""
+        if self.caller_audio.live:
+            previous = self.turns[-1].speech_end_ns if self.turns else None
+            after = vad_onset - _EDGE_WINDOW_NS
+            if previous is not None:
+                after = max(after, previous)
+            onset = self.caller_audio.onset_ns(declared, after_ns=after)
+            if onset is not None:
+                return onset, "audio"
+        return vad_onset, "vad"
 
     def _speech_stopped(self, frame: VADUserStoppedSpeakingFrame, t: int) -> None:
         rec = self.owner(Work.CALLER)
@@ -203,8 +242,16 @@ class TurnTracker:
             if self.vad_positions is not None:
                 self.vad_positions.pop_position_s(speaking=False)  # keep starts and stops paired
             return
-        # The VAD declares the stop after stop_secs of silence: the last voiced audio ended then.
-        rec.speech_end_ns = self._audio_time_ns(speaking=False, fallback_ns=t) - int(frame.stop_secs * _SECONDS_NS)
+        # The VAD declares the stop after stop_secs of silence: its own end of speech was then.
+        declared = self._audio_time_ns(speaking=False, fallback_ns=t)
+        rec.vad_end_ns = declared - int(frame.stop_secs * _SECONDS_NS)
+        rec.vad_events.append((t, False))
+        end = None
+        if self.caller_audio.live:
+            end = self.caller_audio.end_ns(declared, after_ns=rec.speech_start_ns)
+            if end is not None and end < rec.vad_end_ns - _EDGE_WINDOW_NS:
+                end = None
+        rec.speech_end_ns, rec.end_source = (end, "audio") if end is not None else (rec.vad_end_ns, "vad")
         rec.vad_stop_secs = frame.stop_secs
         rec.vad_stop_ns = t
         # A segmented ASR gets the segment at the VAD stop: its work for the turn starts here.
