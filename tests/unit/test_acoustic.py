@@ -175,7 +175,7 @@ def test_compare_turns_splits_the_difference():
     analysis = analyze_segments([[1000, 2000]], [[2700, 4000]], 5000)
     turns = pd.DataFrame({
         "trace_id": ["t"], "conversation_span_id": ["c"], "conversation": ["call.wav"], "turn": [1],
-        "user_end_ns": [conv_start + 2_100 * 1_000_000], "bot_start_ns": [conv_start + 2_650 * 1_000_000],
+        "user_end_ns": [conv_start + 2_100 * 1_000_000], "bot_onset_ns": [conv_start + 2_650 * 1_000_000],
         "v2v_ms": [550.0]})
     out = compare_turns(turns, {("t", "c"): conv_start}, {"t": analysis})
     row = out.iloc[0]
@@ -185,7 +185,7 @@ def test_compare_turns_splits_the_difference():
     assert "turn 1" in line and "+150" in line and "100 ms before" in line and "50 ms after" in line
     assert disagreements(pd.concat([turns, out.assign(v2v_delta_ms=9.0)], axis=1)) == []
     # A bot start 4 s away from any onset in the recording: not matched, and said so.
-    late = turns.assign(bot_start_ns=conv_start + 6_700 * 1_000_000, v2v_ms=4600.0)
+    late = turns.assign(bot_onset_ns=conv_start + 6_700 * 1_000_000, v2v_ms=4600.0)
     far = compare_turns(late, {("t", "c"): conv_start}, {"t": analysis})
     assert np.isnan(far["acoustic_v2v_ms"].iloc[0]) and far["ac_nearest_onset_ms"].iloc[0] == pytest.approx(-4000)
     [line] = disagreements(pd.concat([late, far], axis=1))
