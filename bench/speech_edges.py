@@ -125,9 +125,54 @@ def observer_table(out=sys.stdout) -> None:
               f"{'':<7} {v.min():+7.0f} {v.max():+7.0f}{'':<7} {np.abs(o).max():7.1f}{'':<8} {fallbacks}", file=out)
 
 
+def _tone_music(n: int, level_dbfs: float, seed: int = 3) -> np.ndarray:
+    """Hold-music stand-in: 400 ms notes of a three-partial chord, shaped, at ``level_dbfs`` RMS."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / RATE
+    note = (t * 2.5).astype(int)
+    base = np.array([220.0, 247.0, 262.0, 294.0, 330.0])[rng.integers(0, 5, note.max() + 1)][note]
+    x = sum(np.sin(2 * np.pi * base * k * t) / k for k in (1, 1.5, 2))
+    x *= 0.6 + 0.4 * np.sin(2 * np.pi * 2.5 * t) ** 2
+    return (x / np.sqrt(np.mean(x * x)) * 10 ** (level_dbfs / 20)).astype(np.float32)
+
+
+def _breath(n: int, level_dbfs: float, seed: int = 5) -> np.ndarray:
+    """Breath stand-in: band-limited noise (0.3-2 kHz) with a rise-and-fall envelope."""
+    rng = np.random.default_rng(seed)
+    spec = np.fft.rfft(rng.standard_normal(n))
+    f = np.fft.rfftfreq(n, 1 / RATE)
+    spec[(f < 300) | (f > 2000)] = 0
+    x = np.fft.irfft(spec, n) * np.hanning(n)
+    return (x / np.sqrt(np.mean(x * x)) * 10 ** (level_dbfs / 20)).astype(np.float32)
+
+
+def failure_modes(out=sys.stdout) -> None:
+    """Hold music right after a caller line, and an audible in-breath just before one (synthetic stand-ins)."""
+    from tests.edges_corpus import Call, human_calls
+    from tests.edges_harness import measure
+
+    base = human_calls()[0]
+    print("what the detector gets wrong (human_lines, line 3; error = edge − truth, ms):", file=out)
+    for label, kind in (("hold music 1.5 s from 300 ms after the line", "music"),
+                        ("in-breath 300 ms ending 100 ms before the line", "breath")):
+        for level in (-45.0, -35.0, -25.0):
+            audio = base.audio.copy()
+            s, e = base.lines[2]
+            if kind == "music":
+                a = int((e + 0.3) * RATE)
+                audio[a:a + int(1.5 * RATE)] += _tone_music(int(1.5 * RATE), level)
+            else:
+                a = int((s - 0.4) * RATE)
+                audio[a:a + int(0.3 * RATE)] += _breath(int(0.3 * RATE), level)
+            r = measure(Call(base.name, audio, base.lines, corpus="human"))[2]
+            print(f"  {label} at {level:.0f} dBFS: start {r.start_err_ms:+.0f} ({r.start_source}), end "
+                  f"{r.end_err_ms:+.0f} ({r.end_source}); VAD's own end {r.vad_end_err_ms:+.0f}", file=out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--options", action="store_true", help="also measure WebRTC VAD and Silero per-frame decisions")
+    parser.add_argument("--failure-modes", action="store_true", help="also measure hold music and breath next to a line")
     args = parser.parse_args()
     from loguru import logger
 
@@ -136,6 +181,9 @@ def main() -> None:
     if args.options:
         print()
         table({"energy": energy_runs, "webrtc": webrtc_runs, "silero": silero_runs})
+    if args.failure_modes:
+        print()
+        failure_modes()
 
 
 if __name__ == "__main__":
