@@ -31,6 +31,8 @@ import numpy as np
 FRAME_MS = 10
 NS_PER_MS = 1_000_000
 SILENCE_DBFS = -120.0
+EDGE_WINDOW_NS = 1_000 * NS_PER_MS
+"""An audio edge further than this before the VAD's own estimate is not this turn's: the VAD's is kept."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,26 @@ class CallerEdges:
 
     def to_mono(self, audio_ns: int) -> int:
         return audio_ns + (self.anchor_ns or 0)
+
+    def speech_onset(self, declared_ns: int, vad_onset_ns: int, previous_end_ns: int | None) -> tuple[int, str]:
+        """(onset, "audio") behind a VAD start declared at ``declared_ns`` (monotonic, audio position when
+        known), never before the previous turn's end; else (the VAD's own onset, "vad")."""
+        if self.live:
+            after = vad_onset_ns - EDGE_WINDOW_NS
+            if previous_end_ns is not None:
+                after = max(after, previous_end_ns)
+            onset = self.onset_ns(declared_ns, after_ns=after)
+            if onset is not None:
+                return onset, "audio"
+        return vad_onset_ns, "vad"
+
+    def speech_end(self, declared_ns: int, vad_end_ns: int, start_ns: int) -> tuple[int, str]:
+        """(end, "audio") of the speech before a VAD stop declared at ``declared_ns``; else (the VAD's, "vad")."""
+        if self.live:
+            end = self.end_ns(declared_ns, after_ns=start_ns)
+            if end is not None and end >= vad_end_ns - EDGE_WINDOW_NS:
+                return end, "audio"
+        return vad_end_ns, "vad"
 
     def onset_ns(self, declared_ns: int, after_ns: int, merge_gap_ns: int = 300 * NS_PER_MS) -> int | None:
         """Speech onset (monotonic) behind a VAD start whose audio position was ``declared_ns``."""

@@ -46,8 +46,6 @@ from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.turn_record import OUTPUT_FRAMES, TurnRecord
 
 _SECONDS_NS = 1_000_000_000
-_EDGE_WINDOW_NS = _SECONDS_NS
-"""An audio edge further than this before the VAD's own estimate is not this turn's: the VAD's is kept."""
 
 
 class Work(Enum):
@@ -211,7 +209,8 @@ class TurnTracker:
             rec.decided_ns = None
             rec.turn_is_complete = None
             return
-        onset, source = self._audio_onset(declared, vad_onset)
+        previous = self.turns[-1].speech_end_ns if self.turns else None
+        onset, source = self.caller_audio.speech_onset(declared, vad_onset, previous)
         answered = self.answered()
         if answered is not None and not answered.reply_finished:
             answered.interrupted = True
@@ -224,18 +223,6 @@ class TurnTracker:
         self.turns.append(rec)
         self.open.append(rec)
 
-    def _audio_onset(self, declared: int, vad_onset: int) -> tuple[int, str]:
-        """The caller audio's onset behind a VAD start (audio position ``declared``), else the VAD's own."""
-        if self.caller_audio.live:
-            previous = self.turns[-1].speech_end_ns if self.turns else None
-            after = vad_onset - _EDGE_WINDOW_NS
-            if previous is not None:
-                after = max(after, previous)
-            onset = self.caller_audio.onset_ns(declared, after_ns=after)
-            if onset is not None:
-                return onset, "audio"
-        return vad_onset, "vad"
-
     def _speech_stopped(self, frame: VADUserStoppedSpeakingFrame, t: int) -> None:
         rec = self.owner(Work.CALLER)
         if rec is None:
@@ -246,12 +233,7 @@ class TurnTracker:
         declared = self._audio_time_ns(speaking=False, fallback_ns=t)
         rec.vad_end_ns = declared - int(frame.stop_secs * _SECONDS_NS)
         rec.vad_events.append((t, False))
-        end = None
-        if self.caller_audio.live:
-            end = self.caller_audio.end_ns(declared, after_ns=rec.speech_start_ns)
-            if end is not None and end < rec.vad_end_ns - _EDGE_WINDOW_NS:
-                end = None
-        rec.speech_end_ns, rec.end_source = (end, "audio") if end is not None else (rec.vad_end_ns, "vad")
+        rec.speech_end_ns, rec.end_source = self.caller_audio.speech_end(declared, rec.vad_end_ns, rec.speech_start_ns)
         rec.vad_stop_secs = frame.stop_secs
         rec.vad_stop_ns = t
         # A segmented ASR gets the segment at the VAD stop: its work for the turn starts here.
