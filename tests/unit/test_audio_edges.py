@@ -128,3 +128,24 @@ def test_spans_carry_the_audio_edges_and_the_vads_own_moments():
     bot = next(s for s in spans if s.name == sc.SPAN_BOT_SPEECH)
     (audible,) = [e for e in bot.events if e.name == sc.EVENT_BOT_AUDIBLE]
     assert audible.timestamp - bot.start_time == pytest.approx(bot.attributes[sc.ATTR_BOT_LEADING_SILENCE_MS] * MS)
+
+
+def test_caller_audio_is_not_call_activity():
+    """A replay feeds silence until the call has been idle a while: audio frames must not look like activity."""
+    import asyncio
+
+    from pipecat.frames.frames import InputAudioRawFrame
+    from pipecat.observers.base_observer import FramePushed
+    from pipecat.processors.frame_processor import FrameDirection
+
+    from voicetrace.capture.observer import VoiceTraceObserver
+    from voicetrace.clock import FakeClock
+
+    observer = VoiceTraceObserver(tracer_provider=TracerProvider(), clock=FakeClock(0), frame_time_ns=lambda d: d.timestamp)
+    frame = pcm16(np.zeros(320, np.float32))
+    for n in range(5):
+        asyncio.run(observer.on_push_frame(FramePushed(
+            source=None, destination=None, frame=InputAudioRawFrame(audio=frame, sample_rate=RATE, num_channels=1),
+            direction=FrameDirection.DOWNSTREAM, timestamp=(n + 1) * 20 * MS)))
+    assert observer.last_activity_mono_ns == 0
+    assert observer._tracker.caller_audio.frames == 5

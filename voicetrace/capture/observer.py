@@ -166,7 +166,8 @@ class VoiceTraceObserver(BaseObserver):
         elif isinstance(frame, (EndFrame, CancelFrame)):
             self.finish(t)
         elif isinstance(frame, InputAudioRawFrame):
-            self._tracker.caller_audio_frame(frame, t)  # speech edges from the audio (not call activity)
+            self._tracker.caller_audio_frame(frame, t)  # speech edges from the audio
+            return  # not call activity: a replay feeds silence until the call is idle
         elif not self._tracker.on_frame(frame, t, source):
             return
         self.last_activity_mono_ns = t
