@@ -126,7 +126,8 @@ def test_swapped_channel_flags(tmp_path):
     right = analyze_recording(path, caller_channel=1, agent_channel=0)
     assert abs(right.turns["response_gap_ms"].iloc[0] - 650) <= TOL_MS and right.greeting_segments == 0
     wrong = analyze_recording(path)  # the defaults read the agent as the caller: it speaks last, unanswered
-    assert wrong.greeting_segments == 1 and np.isnan(wrong.turns["response_gap_ms"].iloc[0])
+    # (>= 1: read as the agent, without hysteresis, the caller line may split at its longest pause)
+    assert wrong.greeting_segments >= 1 and np.isnan(wrong.turns["response_gap_ms"].iloc[0])
 
 
 def test_mono_and_bad_channels_are_one_line_errors(tmp_path):
