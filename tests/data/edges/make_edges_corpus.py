@@ -1,7 +1,9 @@
 """Regenerate the speech-edge corpus (tests/data/edges/): real human lines, Piper bot replies, truth.
 
 Caller lines are REAL human recordings: the channel announcements Debian's alsa-utils ships in
-/usr/share/sounds/alsa (a woman saying "Front center", "Rear left", ...; 48 kHz mono). Bot replies
+/usr/share/sounds/alsa (a woman saying "Front center", "Rear left", ...; 48 kHz mono). They are GPL-2,
+so they are not committed: the tests make each clip from the installed package (``human_clip``) and
+truth.json holds only the measurements. Bot replies
 are Piper (the reference pipeline's TTS voice) with its own leading near-silence, as the pipeline
 plays them. Each clip is resampled to the pipeline's 16 kHz and written small; calls are assembled
 from them (and noise mixed in) at test time by tests/edges_corpus.py, deterministically.
@@ -69,15 +71,20 @@ def _pcm16_exact(x: np.ndarray) -> np.ndarray:
     return (np.clip(x, -1.0, 32767 / 32768) * 32768).round().astype(np.int16) / 32768.0
 
 
+def human_clip(name: str) -> np.ndarray:
+    """One alsa-utils recording as the pipeline hears it (16 kHz, 16-bit exact). Made from the installed
+    package every time, never committed: the recordings are alsa-utils' (GPL-2)."""
+    x, rate = sf.read(ALSA_SOUNDS / f"{name}.wav", dtype="float64")
+    return _pcm16_exact(to_pipeline_rate(x, rate))
+
+
 def human() -> dict:
     out = {}
-    (HERE / "human").mkdir(exist_ok=True)
     for name in HUMAN_CLIPS:
         x, rate = sf.read(ALSA_SOUNDS / f"{name}.wav", dtype="float64")
-        clip = _pcm16_exact(to_pipeline_rate(x, rate))
+        clip = human_clip(name)
         start_s, end_s = truth_edges(clip, RATE)
         src_start_s, src_end_s = truth_edges(x, rate)
-        sf.write(HERE / "human" / f"{name}.wav", clip, RATE, subtype="PCM_16")
         out[name] = {"file": f"human/{name}.wav", "source": str(ALSA_SOUNDS / f"{name}.wav"), "source_rate": rate,
                      "speech_start_s": round(start_s, 6), "speech_end_s": round(end_s, 6),
                      "source_speech_start_s": round(src_start_s, 6), "source_speech_end_s": round(src_end_s, 6)}
