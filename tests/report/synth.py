@@ -46,6 +46,7 @@ class Turn:
     first_sentence: float = 30
     tts_ttfb: float = 170
     transport: float = 10
+    leading_silence: float | None = None  # bot audible − first bot frame played (voice.bot.audible)
     bot_ms: float = 2000
     tokens: int = 10
     itl: float = 20
@@ -103,7 +104,8 @@ def call_spans(turns: list[Turn], call: str = "call.wav", end_ms: float | None =
             sc.SPAN_LLM: _span(trace, tid, sc.SPAN_LLM, llm_start, token_times[-1], llm_attrs, token_events),
             sc.SPAN_TTS: _span(trace, tid, sc.SPAN_TTS, tts_start, bot_end - 100, {},
                                [(sc.EVENT_TTS_FIRST_AUDIO, first_audio, {})]),
-            sc.SPAN_BOT_SPEECH: _span(trace, tid, sc.SPAN_BOT_SPEECH, bot_start, bot_end),
+            sc.SPAN_BOT_SPEECH: _span(trace, tid, sc.SPAN_BOT_SPEECH, bot_start, bot_end, {}, [] if t.leading_silence is None
+                                      else [(sc.EVENT_BOT_AUDIBLE, bot_start + t.leading_silence, {})]),
         }
         for name, span in stage.items():
             if name not in t.missing:

@@ -57,6 +57,19 @@ def test_breakdown_segments_sum_exactly_to_v2v(tmp_path):
     assert t.iloc[2]["asr_final_ms"] == 0  # DESIGN: max(0, asr end − turn decided)
 
 
+def test_v2v_ends_where_the_bot_is_audible_and_the_lead_in_is_its_own_segment(tmp_path):
+    """voice.bot.audible on bot.speech: V2V runs to it and the TTS's near-silent lead-in is a segment;
+    a turn without the event (older traces) keeps V2V at the first frame played and no such segment."""
+    report = report_for(tmp_path, [Turn(at=5_000, leading_silence=37.5), Turn(at=25_000)])
+    audible, old = report.turns.iloc[0], report.turns.iloc[1]
+    plain = 300 + 400 + 2 + 180 + 30 + 170 + 10
+    assert audible["v2v_ms"] == pytest.approx(plain + 37.5, abs=1e-3)
+    assert audible["bd_tts_leading_silence_ms"] == pytest.approx(37.5, abs=1e-3)
+    assert np.nansum(list(seg_ms(audible).values())) == pytest.approx(audible["v2v_ms"], abs=1e-6)
+    assert old["v2v_ms"] == pytest.approx(plain, abs=1e-3) and math.isnan(old["bd_tts_leading_silence_ms"])
+    assert np.nansum(list(seg_ms(old).values())) == pytest.approx(old["v2v_ms"], abs=1e-6)
+
+
 def test_a_tool_between_transcript_and_llm_request_leaves_unattributed(tmp_path):
     from tests.report.synth import MS, T0, call_spans, write_trace
 

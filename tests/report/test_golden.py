@@ -28,9 +28,20 @@ def _report(name: str, *flags: str) -> str:
     return done.stdout + done.stderr
 
 
+def _without_new_nulls(report, golden):
+    """``report`` less the keys ``golden`` lacks whose value is null: a field added since the golden was
+    written (a new breakdown segment) that an old trace has no data for. Every number must still match."""
+    if isinstance(report, dict) and isinstance(golden, dict):
+        return {k: _without_new_nulls(v, golden.get(k)) for k, v in report.items() if k in golden or v is not None}
+    if isinstance(report, list) and isinstance(golden, list) and len(report) == len(golden):
+        return [_without_new_nulls(r, g) for r, g in zip(report, golden)]
+    return report
+
+
 @pytest.mark.parametrize("golden", TRACES)
 def test_json_report_is_unchanged(golden):
-    assert json.loads(_report(golden, "--json")) == json.loads((GOLDEN / golden).read_text())
+    expected = json.loads((GOLDEN / golden).read_text())
+    assert _without_new_nulls(json.loads(_report(golden, "--json")), expected) == expected
 
 
 @pytest.mark.parametrize("golden", TRACES)

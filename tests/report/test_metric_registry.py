@@ -46,11 +46,14 @@ def test_every_breakdown_segment_is_a_registered_metric(report):
 def test_the_chain_runs_from_speech_end_to_bot_audio_over_turn_table_milestones():
     v2v = METRICS["v2v"].between
     milestones = [m for _, m in reg.CHAIN]
-    assert milestones[-1] == v2v[1] and reg.CHAIN[0][0] == SEGMENTS[0]
+    # V2V ends where the bot is audible: the chain's last milestone, or (traces without it) the first frame played.
+    assert v2v[1] == "bot_onset_ns" and milestones[-2:] == ["bot_start_ns", "bot_audible_ns"]
+    assert reg.CHAIN[0][0] == SEGMENTS[0]
     assert set(milestones) <= set(TURN_COLUMNS)
     assert reg.CHAIN == ((("endpointing", "endpoint_end_ns"), ("asr_final", "asr_end_ns"), (None, "llm_start_ns"),
                           ("llm_ttft", "first_token_ns"), ("first_sentence", "tts_start_ns"),
-                          ("tts_ttfb", "first_audio_ns"), ("transport", "bot_start_ns")))
+                          ("tts_ttfb", "first_audio_ns"), ("transport", "bot_start_ns"),
+                          ("tts_leading_silence", "bot_audible_ns")))
     for m in reg.REGISTRY:
         assert m.between is None or set(m.between) <= set(TURN_COLUMNS), m.key
         assert set(m.parts) <= set(SEGMENTS), m.key

@@ -126,7 +126,8 @@ def test_swapped_channel_flags(tmp_path):
     right = analyze_recording(path, caller_channel=1, agent_channel=0)
     assert abs(right.turns["response_gap_ms"].iloc[0] - 650) <= TOL_MS and right.greeting_segments == 0
     wrong = analyze_recording(path)  # the defaults read the agent as the caller: it speaks last, unanswered
-    assert wrong.greeting_segments == 1 and np.isnan(wrong.turns["response_gap_ms"].iloc[0])
+    # (>= 1: read as the agent, without hysteresis, the caller line may split at its longest pause)
+    assert wrong.greeting_segments >= 1 and np.isnan(wrong.turns["response_gap_ms"].iloc[0])
 
 
 def test_mono_and_bad_channels_are_one_line_errors(tmp_path):
@@ -175,7 +176,7 @@ def test_compare_turns_splits_the_difference():
     analysis = analyze_segments([[1000, 2000]], [[2700, 4000]], 5000)
     turns = pd.DataFrame({
         "trace_id": ["t"], "conversation_span_id": ["c"], "conversation": ["call.wav"], "turn": [1],
-        "user_end_ns": [conv_start + 2_100 * 1_000_000], "bot_start_ns": [conv_start + 2_650 * 1_000_000],
+        "user_end_ns": [conv_start + 2_100 * 1_000_000], "bot_onset_ns": [conv_start + 2_650 * 1_000_000],
         "v2v_ms": [550.0]})
     out = compare_turns(turns, {("t", "c"): conv_start}, {"t": analysis})
     row = out.iloc[0]
@@ -185,7 +186,7 @@ def test_compare_turns_splits_the_difference():
     assert "turn 1" in line and "+150" in line and "100 ms before" in line and "50 ms after" in line
     assert disagreements(pd.concat([turns, out.assign(v2v_delta_ms=9.0)], axis=1)) == []
     # A bot start 4 s away from any onset in the recording: not matched, and said so.
-    late = turns.assign(bot_start_ns=conv_start + 6_700 * 1_000_000, v2v_ms=4600.0)
+    late = turns.assign(bot_onset_ns=conv_start + 6_700 * 1_000_000, v2v_ms=4600.0)
     far = compare_turns(late, {("t", "c"): conv_start}, {"t": analysis})
     assert np.isnan(far["acoustic_v2v_ms"].iloc[0]) and far["ac_nearest_onset_ms"].iloc[0] == pytest.approx(-4000)
     [line] = disagreements(pd.concat([late, far], axis=1))

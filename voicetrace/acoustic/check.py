@@ -5,8 +5,10 @@ start is a position in ``call.wav``. Each event turn is matched to the acoustic 
 onset is nearest its ``bot.speech`` start (within ``MATCH_MS``); the acoustic V2V is that turn's
 response gap. The difference is split into its two ends so a warning can say why:
 
-- ``ac_user_end_delta_ms``: acoustic caller end − event user_speech_end (VAD stop − silence window);
-- ``ac_bot_start_delta_ms``: acoustic bot onset − event first bot audio played.
+- ``ac_user_end_delta_ms``: acoustic caller end − event user_speech_end (the caller audio's own end; VAD stop −
+  silence window in older traces);
+- ``ac_bot_start_delta_ms``: acoustic bot onset − event bot onset (first audible frame; first frame played in traces
+  written before voice.bot.audible).
 
 ``v2v_delta_ms`` = acoustic V2V − event V2V = bot part − caller part.
 """
@@ -48,9 +50,9 @@ def compare_turns(turns: pd.DataFrame, conv_start_ns: dict, analyses: dict[str, 
     for idx, row in turns.iterrows():
         analysis = analyses.get(row["trace_id"])
         start = conv_start_ns.get((row["trace_id"], row["conversation_span_id"]))
-        if analysis is None or start is None or pd.isna(row["bot_start_ns"]) or pd.isna(row["user_end_ns"]):
+        if analysis is None or start is None or pd.isna(row["bot_onset_ns"]) or pd.isna(row["user_end_ns"]):
             continue
-        bot_ms = (int(row["bot_start_ns"]) - int(start)) / 1e6
+        bot_ms = (int(row["bot_onset_ns"]) - int(start)) / 1e6  # bot audible (its first frame in old traces)
         user_ms = (int(row["user_end_ns"]) - int(start)) / 1e6
         ac = analysis.turns.dropna(subset=["agent_start_ms"])
         if not len(ac):
@@ -82,6 +84,6 @@ def disagreements(turns: pd.DataFrame, tolerance_ms: float = TOLERANCE_MS) -> li
         lines.append(
             f"{row.conversation} turn {row.turn}: acoustic V2V {row.acoustic_v2v_ms:,.0f} ms vs event "
             f"{row.v2v_ms:,.0f} ms (Δ {row.v2v_delta_ms:+,.0f} ms > {tolerance_ms:g}): caller speech ended "
-            f"{abs(user):,.0f} ms {'after' if user > 0 else 'before'} the VAD's speech end, bot audible "
-            f"{abs(bot):,.0f} ms {'after' if bot > 0 else 'before'} its first audio frame played")
+            f"{abs(user):,.0f} ms {'after' if user > 0 else 'before'} the trace's speech end, bot audible "
+            f"{abs(bot):,.0f} ms {'after' if bot > 0 else 'before'} the trace's bot onset")
     return lines

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+
 import dataclasses
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def analyze_recording(path: Path, caller_channel: int = 0, agent_channel: int = 
         raise AudioInputError(f"caller and agent channel are both {caller_channel}; they must differ")
     levels = frame_levels(info, [caller_channel, agent_channel])
     caller = speech_segments(levels.db[0], config)
-    agent = speech_segments(levels.db[1], config)
+    agent = speech_segments(levels.db[1], dataclasses.replace(config, extend_db=config.agent_extend_db))
     result = analyze_segments(caller, agent, info.duration_ms, long_silence_ms)
     result.meta = {
         "recording": str(path), "sample_rate": info.sample_rate, "channels": info.channels,

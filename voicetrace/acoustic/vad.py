@@ -36,6 +36,9 @@ class VadConfig:
     extend_db: float = 12.0
     """Hysteresis: a segment's edges extend over neighbouring frames within this much under the threshold
     (soft onsets and word endings), never into the noise floor."""
+    agent_extend_db: float = 0.0
+    """The same for the agent (bot) channel: none, so its onset is the first audible frame — the rule the
+    observer's bot onset uses (capture/bot_onset.py) — not a TTS voice's inaudible lead-in ramp."""
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -4,6 +4,7 @@ and the bot's first audio went, along the turn's critical path.
 The reply is a chain of milestones after the caller's speech end S::
 
     turn decided → final transcript → LLM request → first token → TTS start → first audio → bot audio
+    played → bot audible
 
 Walking the chain with a running maximum c (c starts at S), each stage owns ``max(c, milestone) − c``
 (so a stage that finished while an earlier one was still running owns 0: it was off the critical
@@ -20,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
-from voicetrace.analysis.metrics import CHAIN, SEGMENTS
+from voicetrace.analysis.metrics import CHAIN, METRICS, SEGMENTS
 from voicetrace.analysis.turns import KEY, NS_PER_MS
 from voicetrace.traces.tables import SpanTables
 
@@ -52,7 +53,7 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
         out["v2v_ms"] = pd.Series(dtype="float64")
         return out
 
-    v2v = _rel(turns, "bot_start_ns")
+    v2v = _rel(turns, METRICS["v2v"].between[1])
     valid = np.isfinite(v2v) & (v2v >= 0)
     seg = {s: np.full(n, np.nan) for s in SEGMENTS}
     unattributed = np.zeros(n)

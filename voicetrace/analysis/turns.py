@@ -34,7 +34,7 @@ TURN_COLUMNS = (
     ["trace_id", "turn_span_id", "conversation_span_id", "conversation", "turn", "interrupted", "language", "at_s",
      "transcript", "llm_output", "input_tokens"]
     + [f"{short}_{edge}_ns" for short in _SHORT.values() for edge in ("start", "end")]
-    + ["first_token_ns", "first_token_llm_start_ns", "first_audio_ns"]
+    + ["first_token_ns", "first_token_llm_start_ns", "first_audio_ns", "bot_audible_ns", "bot_onset_ns"]
     + list(TURN_METRICS)
 )
 """The columns of ``turn_metrics``: turn identity, milestones (``*_ns``), and the registry's span metrics."""
@@ -115,8 +115,13 @@ def turn_metrics(tables: SpanTables) -> pd.DataFrame:
     aud = _first_events(tables.events, sc.EVENT_TTS_FIRST_AUDIO).merge(tts, on=["trace_id", "span_id"])
     aud = aud.groupby(KEY)["time_ns"].min()
     out["first_audio_ns"] = aud.astype("Int64").reindex(index).to_numpy()
-    for col in ("first_token_ns", "first_token_llm_start_ns", "first_audio_ns"):
+    # The bot became audible (voice.bot.audible on bot.speech); traces without it: its first frame played.
+    bot = stages[stages["name"] == sc.SPAN_BOT_SPEECH][KEY + ["span_id"]]
+    audible = _first_events(tables.events, sc.EVENT_BOT_AUDIBLE).merge(bot, on=["trace_id", "span_id"])
+    out["bot_audible_ns"] = audible.groupby(KEY)["time_ns"].min().astype("Int64").reindex(index).to_numpy()
+    for col in ("first_token_ns", "first_token_llm_start_ns", "first_audio_ns", "bot_audible_ns"):
         out[col] = out[col].astype("Int64")
+    out["bot_onset_ns"] = out["bot_audible_ns"].fillna(out["bot_start_ns"]).astype("Int64")
 
     # Text and counts from the stage spans' attributes.
     out["transcript"] = _first_attr(kids, sc.SPAN_ASR, sc.ATTR_ASR_TRANSCRIPT, out)

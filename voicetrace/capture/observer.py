@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from pipecat.frames.frames import CancelFrame, EndFrame, StartFrame, TTSAudioRawFrame
+from pipecat.frames.frames import CancelFrame, EndFrame, InputAudioRawFrame, OutputAudioRawFrame, StartFrame
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.transports.base_output import BaseOutputTransport
 
@@ -171,9 +171,12 @@ class VoiceTraceObserver(BaseObserver):
             return
         if self.audio_tap is not None:
             self._record_audio(data)
-        if isinstance(frame, TTSAudioRawFrame) and isinstance(data.source, BaseOutputTransport):
-            return  # the output transport re-chunks TTS audio as it plays: not TTS output
         try:
+            if isinstance(frame, OutputAudioRawFrame) and isinstance(data.source, BaseOutputTransport):
+                # Audio the transport has played (re-chunked TTS audio): not TTS output, but where
+                # the bot became audible.
+                self._tracker.bot_audio_played(frame)
+                return
             self._dispatch(frame, self._mono_ns(data), data.source)
         except Exception:  # capture never breaks the call it measures
             log.exception("voicetrace: could not record %s", type(frame).__name__)
@@ -198,6 +201,9 @@ class VoiceTraceObserver(BaseObserver):
             self._pipeline_start_ns = t
         elif isinstance(frame, (EndFrame, CancelFrame)):
             self.finish(t)
+        elif isinstance(frame, InputAudioRawFrame):
+            self._tracker.caller_audio_frame(frame, t)  # speech edges from the audio
+            return  # not call activity: a replay feeds silence until the call is idle
         elif not self._tracker.on_frame(frame, t, source):
             return
         self.last_activity_mono_ns = t

@@ -118,17 +118,24 @@ class SpanBuilder:
             self.emit_tool(run, ctx)
         self._tts(rec, ctx)
         self._bot_speech(rec, calls, ctx)
+        vad_events = [(sc.EVENT_VAD_STARTED if speaking else sc.EVENT_VAD_STOPPED, t, {}) for t, speaking in rec.vad_events]
         self._finish(
             rec.span, rec.speech_start_ns, end_ns,
             {sc.ATTR_TURN_INTERRUPTED: rec.interrupted, sc.ATTR_LANGUAGE: rec.language},
+            vad_events,
         )
 
     def _user_speech(self, rec: TurnRecord, ctx: Context) -> None:
         if rec.speech_end_ns is None:
             return
+        lag = {
+            sc.ATTR_VAD_START_LAG_MS: None if rec.vad_onset_ns is None else _ms(rec.vad_onset_ns - rec.speech_start_ns),
+            sc.ATTR_VAD_END_LAG_MS: None if rec.vad_end_ns is None else _ms(rec.vad_end_ns - rec.speech_end_ns),
+        }
         self._span(
             sc.SPAN_USER_SPEECH, ctx, rec.speech_start_ns, rec.speech_end_ns,
-            {sc.ATTR_VAD_START_SECS: rec.vad_start_secs, sc.ATTR_VAD_SEGMENTS: rec.vad_segments},
+            {sc.ATTR_VAD_START_SECS: rec.vad_start_secs, sc.ATTR_VAD_SEGMENTS: rec.vad_segments,
+             sc.ATTR_SPEECH_START_SOURCE: rec.start_source, sc.ATTR_SPEECH_END_SOURCE: rec.end_source, **lag},
         )
 
     def _endpointing(self, rec: TurnRecord, ctx: Context) -> None:
@@ -260,10 +267,14 @@ class SpanBuilder:
         end = rec.bot_end_ns if rec.bot_end_ns is not None else rec.bot_start_ns
         played_ms = _ms(rec.bot_audio_ns)  # a reply that paused and resumed: the pause is not audio
         attrs: dict[str, Any] = {sc.ATTR_BOT_INTERRUPTED: rec.interrupted, sc.ATTR_BOT_AUDIO_MS: played_ms}
+        events: list[Event] = []
+        if rec.bot_audible_ns is not None:
+            attrs[sc.ATTR_BOT_LEADING_SILENCE_MS] = _ms(rec.bot_audible_ns - rec.bot_start_ns)
+            events.append((sc.EVENT_BOT_AUDIBLE, rec.bot_audible_ns, {}))
         if rec.interrupted and rec.interrupted_by_onset_ns is not None:
             attrs[sc.ATTR_BOT_INTERRUPTION_LATENCY_MS] = _ms(end - rec.interrupted_by_onset_ns)
             # Tokens generated but never heard, pro rata to the synthesised audio that never played.
             generated = sum(sum(c.token_counts) for c in calls)
             played_share = min(1.0, played_ms / rec.tts_audio_ms) if rec.tts_audio_ms else 0.0
             attrs[sc.ATTR_BOT_UNSPOKEN_TOKENS] = round(generated * (1.0 - played_share))
-        self._span(sc.SPAN_BOT_SPEECH, ctx, rec.bot_start_ns, end, attrs)
+        self._span(sc.SPAN_BOT_SPEECH, ctx, rec.bot_start_ns, end, attrs, events)

@@ -32,6 +32,15 @@ class TurnRecord:
     """The live ``turn`` span, started when the turn starts so LLM requests can point at it."""
     vad_start_secs: float = 0.0
     speech_end_ns: int | None = None
+    # Speech edges: from the caller audio ("audio") or the VAD's own estimate ("vad"), and the VAD's.
+    start_source: str = "vad"
+    end_source: str = "vad"
+    vad_onset_ns: int | None = None
+    """VAD start − start_secs (on the audio position when the VAD tells it)."""
+    vad_end_ns: int | None = None
+    """VAD stop − stop_secs, of the turn's last VAD segment."""
+    vad_events: list[tuple[int, bool]] = field(default_factory=list)
+    """(when seen, speaking?) for each VAD change in the turn: when the pipeline knew."""
     vad_stop_secs: float = 0.0
     vad_stop_ns: int | None = None
     vad_segments: int = 1
@@ -70,6 +79,8 @@ class TurnRecord:
     # Bot speech
     bot_start_ns: int | None = None
     bot_end_ns: int | None = None
+    bot_audible_ns: int | None = None
+    """First audible bot audio (bot_onset); bot_start_ns is when the first frame was handed to the transport."""
     bot_speaking: bool = False
     bot_audio_ns: int = 0
     """Time the bot was speaking, summed over its stretches (pauses inside the reply left out)."""

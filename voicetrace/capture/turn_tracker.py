@@ -35,6 +35,7 @@ from enum import Enum
 from typing import Callable, Protocol
 
 from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
     ErrorFrame,
     InterimTranscriptionFrame,
     MetricsFrame,
@@ -45,6 +46,8 @@ from pipecat.frames.frames import (
 )
 from pipecat.metrics.metrics import TurnMetricsData
 
+from voicetrace.capture.audio_edges import CallerEdges
+from voicetrace.capture.bot_onset import BotOnset
 from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.turn_record import OUTPUT_FRAMES, TurnRecord
 
@@ -92,6 +95,10 @@ class TurnTracker:
         """Tool runs with no open turn (e.g. at call start): they belong to the call."""
         self.turns_completed = 0
         self._vad_speaking = False
+        self.caller_audio = CallerEdges()
+        """Speech edges from the caller audio itself (every input audio frame; see audio_edges)."""
+        self.bot_onset = BotOnset()
+        """First audible bot frame, from the audio the output transport played (see bot_onset)."""
 
     # --- ownership: the one rule (module docstring) ----------------------------------------
     def listening(self) -> TurnRecord | None:
@@ -154,12 +161,28 @@ class TurnTracker:
             self._error(frame, t, source)
             return False
         elif isinstance(frame, OUTPUT_FRAMES):
+            if isinstance(frame, BotStartedSpeakingFrame):
+                self.bot_onset.started(t)
             rec = self.owner(Work.OUTPUT)
             if rec is not None and rec.record_output(frame, t) and rec.interrupted and not rec.bot_speaking:
                 self._close(rec)  # pipecat dropped the rest of an interrupted reply
         else:
             return False
         return True
+
+    def caller_audio_frame(self, frame, t: int) -> None:
+        """An input audio frame pushed at ``t``: the audio edge detector hears it, and it times the
+        reply hangover (caller audio keeps flowing while the line is quiet)."""
+        self.caller_audio.feed(frame.audio, frame.sample_rate, frame.num_channels, t)
+        if self.open:
+            self._close_quiet_replies(t)
+
+    def bot_audio_played(self, frame) -> None:
+        """An audio chunk the output transport played: the bot's onset is the first audible one."""
+        onset = self.bot_onset.feed(frame.audio, frame.sample_rate, frame.num_channels)
+        rec = self.owner(Work.OUTPUT) if onset is not None else None
+        if rec is not None and rec.bot_start_ns is not None and rec.bot_audible_ns is None:
+            rec.bot_audible_ns = max(onset, rec.bot_start_ns)
 
     def close_all(self) -> None:
         for rec in list(self.open):
@@ -188,23 +211,29 @@ class TurnTracker:
         return self.call_start_ns + int(position_s * _SECONDS_NS)
 
     def _speech_started(self, frame: VADUserStartedSpeakingFrame, t: int) -> None:
-        # The VAD declares speech only after start_secs of voiced audio: the onset was earlier.
-        onset = self._audio_time_ns(speaking=True, fallback_ns=t) - int(frame.start_secs * _SECONDS_NS)
+        # The VAD declares speech only after start_secs of voiced audio: its onset was earlier.
+        declared = self._audio_time_ns(speaking=True, fallback_ns=t)
+        vad_onset = declared - int(frame.start_secs * _SECONDS_NS)
         rec = self.owner(Work.CALLER)
         if rec is not None:
+            rec.vad_events.append((t, True))
             # The caller resumed before the turn was committed: same turn, earlier
             # end-of-turn conclusions are stale.
             rec.vad_segments += 1
             rec.decided_ns = None
             rec.turn_is_complete = None
             return
+        previous = self.turns[-1].speech_end_ns if self.turns else None
+        onset, source = self.caller_audio.speech_onset(declared, vad_onset, previous)
         answered = self.answered()
         if answered is not None and answered.reply_finished:
             self._close(answered)  # the caller speaks again after a held reply: it is over
         elif answered is not None:
             answered.interrupted = True
             answered.interrupted_by_onset_ns = onset
-        rec = TurnRecord(number=len(self.turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs)
+        rec = TurnRecord(number=len(self.turns) + 1, speech_start_ns=onset, vad_start_secs=frame.start_secs,
+                         vad_onset_ns=vad_onset, start_source=source)
+        rec.vad_events.append((t, True))
         if self._on_started is not None:
             self._on_started(rec, t)
         self.turns.append(rec)
@@ -216,8 +245,11 @@ class TurnTracker:
             if self.vad_positions is not None:
                 self.vad_positions.pop_position_s(speaking=False)  # keep starts and stops paired
             return
-        # The VAD declares the stop after stop_secs of silence: the last voiced audio ended then.
-        rec.speech_end_ns = self._audio_time_ns(speaking=False, fallback_ns=t) - int(frame.stop_secs * _SECONDS_NS)
+        # The VAD declares the stop after stop_secs of silence: its own end of speech was then.
+        declared = self._audio_time_ns(speaking=False, fallback_ns=t)
+        rec.vad_end_ns = declared - int(frame.stop_secs * _SECONDS_NS)
+        rec.vad_events.append((t, False))
+        rec.speech_end_ns, rec.end_source = self.caller_audio.speech_end(declared, rec.vad_end_ns, rec.speech_start_ns)
         rec.vad_stop_secs = frame.stop_secs
         rec.vad_stop_ns = t
         # A segmented ASR gets the segment at the VAD stop: its work for the turn starts here.
