@@ -58,3 +58,10 @@ def test_v2v_runs_on_a_one_line_call(tmp_path):
     on, off = variants
     assert len(on.event_rows) == 1 and not off.event_rows
     assert all(not math.isnan(x) and x > 0 for x in on.acoustic_ms + off.acoustic_ms)
+
+
+def test_loop_lag_cost_runs():
+    import loop_lag_cost
+
+    out = loop_lag_cost.main(["--seconds", "0.3", "--rounds", "1"])
+    assert out["idle"]["ticks_per_s"] > 10 and out["busy"]["on_core_pct"] > 0

@@ -17,6 +17,8 @@ Where the numbers come from (``computed_by``):
   the events, not from the ``voice.llm.tpot_ms`` attribute (a trace without token events has no TPOT).
 - ``breakdown`` (``analysis/breakdown``): the turn's critical path; ``bd_<segment>_ms`` columns.
 - ``kvcache`` (``analysis/kvcache``) and ``acoustic`` (``voicetrace.acoustic``, the run's call.wav).
+- ``integration`` (``analysis/integration``): ``loop.blocked`` / ``queue.wait`` spans, where the capture
+  measured them (``measured_only``: left out of the JSON breakdown of traces that have none).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Metric:
     summary: bool = True  # a distribution in Summary (so ``check`` budgets and ``diff`` accept it)
     stage: bool = False  # listed per stage in ``diff`` and the per-stage box plots
     over: str = "turns"  # "turns": one value per turn; "gaps": one per inter-token gap
+    measured_only: bool = False  # only traces whose capture measured it have it (JSON omits it otherwise)
 
     @property
     def segment_column(self) -> str:
@@ -81,6 +84,12 @@ REGISTRY: tuple[Metric, ...] = (
            between=("tts_start_ns", "first_audio_ns"), segment=True, whatif="tts", aliases=("tts",), stage=True),
     Metric("transport", "transport_ms", "transport", "bot audio played − first TTS audio", "turns", header="transport",
            between=("first_audio_ns", "bot_start_ns"), segment=True, whatif="transport", stage=True),
+    Metric("loop_lag", "bd_loop_lag_ms", "loop lag",
+           "unattributed time the event loop was blocked (loop.blocked spans; its processor is named)", _BD,
+           segment=True, summary=False, measured_only=True),
+    Metric("queue_wait", "bd_queue_wait_ms", "queue wait",
+           "unattributed time frames waited in processor queues (queue.wait spans), less loop lag", _BD,
+           segment=True, summary=False, measured_only=True),
     Metric("unattributed", "bd_unattributed_ms", "unattributed",
            "V2V not owned by a stage (e.g. transcript ready → LLM request, time after a missing stage)", _BD,
            header="unattrib.", segment=True, stage=True),
@@ -111,6 +120,9 @@ REGISTRY: tuple[Metric, ...] = (
            unit=TOKENS, summary=False),
     Metric("kv_cache", "kv_cache_bytes", "KV cache", "(prompt + output tokens) × KV bytes per token", "kvcache",
            header="KV cache", unit=BYTES, summary=False),
+    Metric("loop_blocked", "loop_blocked_ms", "loop blocked",
+           "longest loop.blocked span overlapping caller speech end → first bot audio (processor: loop_blocker)",
+           "integration", summary=False, measured_only=True),
     Metric("reported_user_bot", "reported_user_bot_ms", "pipecat's user → bot latency",
            "turn.user_bot_latency_seconds on pipecat's own turn span", "turns", summary=False),
 )

@@ -103,6 +103,18 @@ def print_headline(console: Console, report) -> None:
                       f"{len(report.other)} name(s): {', '.join(report.other['name'].astype(str)[:5])}", style="dim")
 
 
+def print_integration(console: Console, turns: pd.DataFrame) -> None:
+    """Who blocked the event loop in a turn's V2V window, and the queue waits on its critical path."""
+    if "loop_blocked_ms" not in turns:
+        return
+    for row in turns[turns["loop_blocked_ms"] > 0].itertuples(index=False):
+        who = row.loop_blocker if isinstance(row.loop_blocker, str) else "a task that pushed no frame"
+        waits = row.queue_waits_ms if isinstance(row.queue_waits_ms, dict) else {}
+        queued = "; queue waits " + ", ".join(f"{k} {ms(v)}" for k, v in waits.items()) if waits else ""
+        console.print(f"{row.conversation} turn {row.turn}: event loop blocked {ms(row.loop_blocked_ms)} ms by {who} "
+                      f"(loop lag {ms(row.bd_loop_lag_ms)} ms of unattributed V2V{queued})", highlight=False)
+
+
 def render(report, out) -> None:
     """Renderer interface: the per-turn tables (when not too many) and the headline to ``out``."""
     console = Console(file=out, width=None if out.isatty() else 140)
@@ -113,6 +125,7 @@ def render(report, out) -> None:
         print_turn_table(console, turns, skipped=report.tables.skipped)
         if turns["transcript"].isna().all() and len(turns):
             console.print(CONTENT_HINT, style="dim")
+    print_integration(console, turns)
     if len(turns):
         print_headline(console, report)
     if report.acoustic is None and len(turns):
