@@ -43,6 +43,19 @@ def test_a_block_inside_process_frame_is_named_and_timed_by_the_events_around_it
     assert block.late_ns == 201 * MS + MS // 2
 
 
+def test_blocks_back_to_back_in_one_stall_are_each_their_own():
+    it, blocked, _ = tracker()
+    frames = [TextFrame(text=str(k)) for k in range(3)]
+    t = 10 * MS
+    for f in frames:  # B works through three queued frames, 60 ms of sleep each, without yielding
+        it.on_process(f, t, B)
+        it.on_push(f, t + 60 * MS, B, C)
+        t += 60 * MS + 100_000
+    it.add_stall(Stall(since_ns=5 * MS, due_ns=15 * MS, end_ns=t))
+    it.flush()
+    assert [(b.processor, (b.end_ns - b.start_ns) / MS) for b in blocked] == [("Blocker#0", 60.0)] * 3
+
+
 def test_a_stall_with_no_frame_event_names_no_processor_and_starts_when_the_monitor_was_due():
     it, blocked, _ = tracker()
     it.add_stall(Stall(since_ns=0, due_ns=10 * MS, end_ns=90 * MS))
@@ -81,7 +94,7 @@ async def _feed(obs):
     down = FrameDirection.DOWNSTREAM
     await obs.on_push_frame(FramePushed(source=A, destination=B, frame=frame, direction=down, timestamp=100 * MS))
     await obs.on_process_frame(FrameProcessed(processor=B, frame=frame, direction=down, timestamp=160 * MS))
-    obs.loop_lag._on_stall(Stall(since_ns=150 * MS, due_ns=160 * MS, end_ns=400 * MS))
+    obs.loop_lag._on_stall(Stall(since_ns=150 * MS, due_ns=160 * MS, end_ns=392 * MS))
     later = FramePushed(source=B, destination=C, frame=frame, direction=down, timestamp=390 * MS, first_push=False)
     await obs.on_push_frame(later)
 

@@ -8,12 +8,13 @@ happened, each with its pipeline-clock stamp) and from the ``LoopLagMonitor``'s 
   interval of at least ``wait_min_ns`` becomes a ``QueueWait`` (spans ``queue.wait``). Input audio
   and speaking heartbeats are left out: they are not on a reply's path and would be most of the cost.
 - **Who blocked the loop**: while a synchronous call holds the loop, no frame moves, so the frame
-  events around a stall show one long silence. The largest gap between consecutive events (or the
-  stall's end) that reaches past the monitor's due time is the block: it starts at the event
-  before it, whose processor (the one processing or pushing the frame) was running, and ends at the
-  next event. A processor that blocks inside ``process_frame`` is named to within the observer's
-  stamps; a block in a task with no frame event before it is reported without a processor, from
-  the monitor's due time (a lower bound, within one tick).
+  events around a stall show a long silence. Each gap between consecutive events (or the stall's
+  end) that reaches past the monitor's due time and lasts at least ``block_min_ms`` is a block (the
+  largest one when none does): it starts at the event before it, whose processor (the one
+  processing or pushing the frame) was running, and ends at the next event. A processor that blocks
+  inside ``process_frame`` is named to within the observer's stamps; a block in a task with no frame
+  event before it is reported without a processor, from the monitor's due time (a lower bound,
+  within one tick).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Callable
 
 from pipecat.frames.frames import BotSpeakingFrame, InputAudioRawFrame, UserSpeakingFrame
 
-from voicetrace.capture.loop_lag import Stall
+from voicetrace.capture.loop_lag import STALL_MS, Stall
 
 WAIT_MIN_MS = 2.0
 """Merged queue waits shorter than this are not written (a busy pipeline has thousands of tiny ones)."""
@@ -64,8 +65,9 @@ def processor_name(processor) -> str | None:
 
 class IntegrationTracker:
     def __init__(self, on_blocked: Callable[[BlockedLoop], None], on_wait: Callable[[QueueWait], None], *,
-                 wait_min_ms: float = WAIT_MIN_MS) -> None:
+                 wait_min_ms: float = WAIT_MIN_MS, block_min_ms: float = STALL_MS) -> None:
         self._on_blocked = on_blocked
+        self._block_min_ns = int(block_min_ms * 1_000_000)
         self._on_wait = on_wait
         self._wait_min_ns = int(wait_min_ms * 1_000_000)
         self._pushed: OrderedDict[tuple[int, int], int] = OrderedDict()
@@ -123,14 +125,14 @@ class IntegrationTracker:
         points = [(stall.since_ns, None)]
         points += [e for e in self._events if stall.since_ns <= e[0] <= stall.end_ns]
         points.append((stall.end_ns, None))
-        best = None
-        for (a, actor), (b, _) in zip(points, points[1:]):
-            if b > stall.due_ns and (best is None or b - a > best[1] - best[0]):
-                best = (a, b, actor)
-        start, end, actor = best
-        if actor is None and start == stall.since_ns:
-            start = stall.due_ns  # nothing ran that we saw: blocked at least from the due time
-        self._on_blocked(BlockedLoop(start, end, actor, stall.late_ns))
+        # Gaps that reach past the due time are blocked time; each long one is a block of its own
+        # (a processor working through queued frames blocks once per frame, with events between).
+        gaps = [(a, b, actor) for (a, actor), (b, _) in zip(points, points[1:]) if b > stall.due_ns]
+        blocks = [g for g in gaps if g[1] - g[0] >= self._block_min_ns] or [max(gaps, key=lambda g: g[1] - g[0])]
+        for start, end, actor in blocks:
+            if actor is None and start == stall.since_ns:
+                start = stall.due_ns  # nothing ran that we saw: blocked at least from the due time
+            self._on_blocked(BlockedLoop(start, end, actor, stall.late_ns))
 
     def flush(self) -> None:
         """The call is over: attribute what is pending with the events seen, close open waits."""
