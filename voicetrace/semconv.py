@@ -253,3 +253,16 @@ ATTR_QUEUE_FRAMES = "voice.queue.frames"
 """Int, frames; on ``queue.wait``: frames that waited in the merged interval."""
 ATTR_QUEUE_MAX_WAIT_MS = "voice.queue.max_wait_ms"
 """Float, milliseconds; on ``queue.wait``: the longest single frame's wait."""
+
+# --- behind real time (voicetrace.capture.realtime) --------------------------------------------
+ATTR_BEHIND_REAL_TIME = "voice.behind_real_time"
+"""Bool; on a turn: its window (speech onset → reply end) overlapped input fed late, a loop block or
+audio played late, so its timings measure an overloaded machine; on ``conversation``: the run fell behind."""
+ATTR_BEHIND_REASONS = "voice.behind_real_time.reasons"
+"""String[]; which signs: ``input_late``, ``loop_lag``, ``playback_late`` (see capture.realtime)."""
+ATTR_INPUT_LATE_MAX_MS = "voice.input.late_max_ms"
+"""Float, milliseconds; on ``conversation``: the latest an input frame was fed after its deadline."""
+ATTR_LOOP_BLOCKED_MAX_MS = "voice.loop.blocked_max_ms"
+"""Float, milliseconds; on ``conversation``: the longest loop block counted as behind real time."""
+ATTR_PLAYBACK_LATE_MAX_MS = "voice.playback.late_max_ms"
+"""Float, milliseconds; on ``conversation``: the latest bot audio went on after it was due."""

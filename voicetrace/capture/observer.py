@@ -27,6 +27,7 @@ from voicetrace import semconv as sc
 from voicetrace.capture.content import ContentPolicy
 from voicetrace.capture.integration import BlockedLoop, IntegrationTracker, QueueWait
 from voicetrace.capture.loop_lag import LoopLagMonitor
+from voicetrace.capture.realtime import RealTimeCheck
 from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.span_builder import SpanBuilder, traceparent_of
 from voicetrace.capture.turn_record import TurnRecord
@@ -61,7 +62,7 @@ class VoiceTraceObserver(BaseObserver):
         self._frame_time_ns = frame_time_ns
         self.content = ContentPolicy.from_flags(capture_content, redact)
         self._builder = SpanBuilder(self._tracer, self.clock.to_wall_ns, self.content, stage_attributes)
-        self._tracker = TurnTracker(on_turn_started=self._turn_started, on_turn_closed=self._builder.emit_turn,
+        self._tracker = TurnTracker(on_turn_started=self._turn_started, on_turn_closed=self._turn_closed,
                                     vad_positions=vad_positions)
         self._conversation_id = conversation_id
         self._conversation_attributes = dict(conversation_attributes or {})
@@ -76,6 +77,8 @@ class VoiceTraceObserver(BaseObserver):
         self.loop_lag = LoopLagMonitor(self.clock, self._integration.add_stall) if measure_integration else None
         """The event-loop lag monitor; runs from the pipeline's setup to its cleanup (None: not measured)."""
         self.blocked: list[BlockedLoop] = []
+        self.realtime = RealTimeCheck()
+        """Did the call keep up with real time (capture.realtime)? Transports that know deadlines report to it."""
 
     # --- conversation -----------------------------------------------------------------
     def start_conversation(self, mono_ns: int) -> None:
@@ -106,6 +109,7 @@ class VoiceTraceObserver(BaseObserver):
                 self._builder.emit_tool(run, self._conversation_ctx)
             self._tracker.call_tools.clear()
         if self._conversation is not None and self._conversation.is_recording():
+            self._conversation.set_attributes(self._realtime_attributes())
             end = mono_ns if mono_ns is not None else self.clock.mono_ns()
             self._conversation.end(end_time=self.clock.to_wall_ns(end))
 
@@ -148,6 +152,7 @@ class VoiceTraceObserver(BaseObserver):
 
     def _loop_blocked(self, block: BlockedLoop) -> None:
         self.blocked.append(block)
+        self.realtime.loop_blocked(block.start_ns, block.end_ns)
         if self._conversation is not None and self._conversation.is_recording():
             self._builder.emit_span(sc.SPAN_LOOP_BLOCKED, self._conversation_ctx, block.start_ns, block.end_ns,
                                     {sc.ATTR_LOOP_PROCESSOR: block.processor, sc.ATTR_LOOP_LATE_MS: block.late_ns / 1e6})
@@ -164,6 +169,24 @@ class VoiceTraceObserver(BaseObserver):
                 self._integration.on_process(data.frame, self._mono_ns(data), data.processor)
             except Exception:  # capture never breaks the call it measures
                 log.exception("voicetrace: could not time %s", type(data.frame).__name__)
+
+    # --- behind real time ----------------------------------------------------------------
+    def _turn_closed(self, rec: TurnRecord) -> None:
+        ends = (rec.bot_end_ns, rec.tts_last_audio_ns, rec.llm_end_ns, rec.committed_ns, rec.speech_end_ns)
+        reasons = self.realtime.reasons_between(rec.speech_start_ns, max(t for t in ends if t is not None))
+        if reasons and rec.span is not None:
+            rec.span.set_attributes({sc.ATTR_BEHIND_REAL_TIME: True, sc.ATTR_BEHIND_REASONS: reasons})
+        self._builder.emit_turn(rec)
+
+    def _realtime_attributes(self) -> dict:
+        if not self.realtime.behind:
+            return {}
+        s = self.realtime.summary()
+        return {sc.ATTR_BEHIND_REAL_TIME: True,
+                sc.ATTR_BEHIND_REASONS: [r for r in ("input_late", "loop_lag", "playback_late") if s[r]["count"]],
+                sc.ATTR_INPUT_LATE_MAX_MS: s["input_late"]["worst_ms"],
+                sc.ATTR_LOOP_BLOCKED_MAX_MS: s["loop_lag"]["worst_ms"],
+                sc.ATTR_PLAYBACK_LATE_MAX_MS: s["playback_late"]["worst_ms"]}
 
     # --- frame intake -----------------------------------------------------------------
     def _mono_ns(self, data: FramePushed | FrameProcessed) -> int:

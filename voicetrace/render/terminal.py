@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voicetrace.analysis.metrics import ACOUSTIC, HEADLINE, METRICS, SEGMENTS, TURN_TABLE
-from voicetrace.render.fmt import CONTENT_HINT, NO_RECORDING_NOTE, ms, share, stat_ms
+from voicetrace.render.fmt import BEHIND, CONTENT_HINT, NO_RECORDING_NOTE, flagged, ms, share, stat_ms
 
 _COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in TURN_TABLE]
 _ACOUSTIC_COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in ACOUSTIC]
@@ -64,11 +64,12 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) ->
         for row in rows.itertuples(index=False):
             cells = []
             for col, _ in _COLUMNS:
-                cells.append(ms(getattr(row, col)))
+                cells.append(flagged(row, col, ms(getattr(row, col))))
                 if acoustic and col == "v2v_ms":
-                    cells += [ms(row.acoustic_v2v_ms), _delta(row.v2v_delta_ms)]
+                    cells += [flagged(row, "acoustic_v2v_ms", ms(row.acoustic_v2v_ms)), _delta(row.v2v_delta_ms)]
+            behind = BEHIND if isinstance(getattr(row, "behind_real_time", None), list) else ""
             table.add_row(
-                f"{row.turn}{'⚡' if row.interrupted else ''}",
+                f"{row.turn}{'⚡' if row.interrupted else ''}{behind}",
                 "—" if pd.isna(row.at_s) else f"{row.at_s:.1f}",
                 row.transcript if isinstance(row.transcript, str) and row.transcript else "·",
                 *cells,
@@ -115,6 +116,20 @@ def print_integration(console: Console, turns: pd.DataFrame) -> None:
                       f"(loop lag {ms(row.bd_loop_lag_ms)} ms of unattributed V2V{queued})", highlight=False)
 
 
+def print_behind(console: Console, turns: pd.DataFrame) -> None:
+    """Turns that ran behind real time: their numbers measure the machine, not the pipeline."""
+    if "behind_real_time" not in turns:
+        return
+    behind = turns[[isinstance(r, list) for r in turns["behind_real_time"]]]
+    for row in behind.itertuples(index=False):
+        console.print(f"[yellow]{BEHIND} {row.conversation} turn {row.turn} ran behind real time[/] "
+                      f"({', '.join(r.replace('_', ' ') for r in row.behind_real_time)}): its timings measure an "
+                      "overloaded machine, not the pipeline", highlight=False, soft_wrap=True)
+    if "impossible" in turns and turns["impossible"].notna().any():
+        console.print("<0! = came out negative: impossible in a call that kept up with real time, not shown as a number",
+                      style="dim")
+
+
 def render(report, out) -> None:
     """Renderer interface: the per-turn tables (when not too many) and the headline to ``out``."""
     console = Console(file=out, width=None if out.isatty() else 140)
@@ -126,6 +141,7 @@ def render(report, out) -> None:
         if turns["transcript"].isna().all() and len(turns):
             console.print(CONTENT_HINT, style="dim")
     print_integration(console, turns)
+    print_behind(console, turns)
     if len(turns):
         print_headline(console, report)
     if report.acoustic is None and len(turns):
