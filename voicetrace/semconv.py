@@ -266,3 +266,14 @@ ATTR_LOOP_BLOCKED_MAX_MS = "voice.loop.blocked_max_ms"
 """Float, milliseconds; on ``conversation``: the longest loop block counted as behind real time."""
 ATTR_PLAYBACK_LATE_MAX_MS = "voice.playback.late_max_ms"
 """Float, milliseconds; on ``conversation``: the latest bot audio went on after it was due."""
+
+# --- LLM on the wire (voicetrace.capture.wire) -------------------------------------------------
+ATTR_LLM_TTFT_WIRE_MS = "voice.llm.ttft_wire_ms"
+"""Float, milliseconds; on ``llm``: first content event's bytes read from the socket − request body
+written to it (the server's TTFT plus the network, without the client's HTTP/SSE/SDK stack)."""
+ATTR_LLM_DELIVERY_LAG_MS = "voice.llm.delivery_lag_ms"
+"""Float, milliseconds; on ``llm``: first content token handed to pipecat − its bytes read from the socket."""
+ATTR_LLM_DELIVERY_LAG_MAX_MS = "voice.llm.delivery_lag_max_ms"
+"""Float, milliseconds; on ``llm``: the largest delivered − read over the call's content chunks."""
+ATTR_LLM_REQUEST_WRITE_MS = "voice.llm.request_write_ms"
+"""Float, milliseconds; on ``llm``: request handed to httpx (span start) → its body written to the socket."""

@@ -23,8 +23,9 @@ def test_timing_accuracy_runs():
     machine's scheduling delays, not the bench's idle-machine goal of 1 ms."""
     import timing_accuracy
 
-    out = timing_accuracy.main(["--requests", "5", "--tokens", "4", "--tools", "5"])
+    out = timing_accuracy.main(["--requests", "5", "--tokens", "4", "--tools", "5", "--no-load"])
     assert out["gaps"] == 5 * 3 and out["tool_runs"] == 5
+    assert 0 <= out["wire_ttft_err_p50_ms"] < 20 and 0 <= out["wire_itl_err_p50_ms"] < 8, out
     assert 0 <= out["ttft_err_p50_ms"] < 20, out
     assert 0 <= out["itl_err_p50_ms"] < 8, out
     assert 0 <= out["tool_err_p50_ms"] < 8, out

@@ -73,7 +73,7 @@ def test_every_registered_metric_is_computed(report):
 def test_units_are_in_the_column_names():
     for m in reg.REGISTRY:
         assert m.column.endswith({"ms": "_ms", "tokens": "tokens", "bytes": "_bytes"}[m.unit]), m.key
-        assert m.computed_by in ("turns", "tokens", "breakdown", "kvcache", "acoustic", "integration"), m.key
+        assert m.computed_by in ("turns", "tokens", "breakdown", "kvcache", "acoustic", "integration", "wire"), m.key
 
 
 def test_the_terminal_shows_registered_columns_only(report):

@@ -17,6 +17,7 @@ Where the numbers come from (``computed_by``):
   the events, not from the ``voice.llm.tpot_ms`` attribute (a trace without token events has no TPOT).
 - ``breakdown`` (``analysis/breakdown``): the turn's critical path; ``bd_<segment>_ms`` columns.
 - ``kvcache`` (``analysis/kvcache``) and ``acoustic`` (``voicetrace.acoustic``, the run's call.wav).
+- ``wire`` (``analysis/wire``): the first-token ``llm`` span's socket-level attributes (``capture.wire``).
 - ``integration`` (``analysis/integration``): ``loop.blocked`` / ``queue.wait`` spans, where the capture
   measured them (``measured_only``: left out of the JSON breakdown of traces that have none).
 """
@@ -123,6 +124,12 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("loop_blocked", "loop_blocked_ms", "loop blocked",
            "longest loop.blocked span overlapping caller speech end → first bot audio (processor: loop_blocker)",
            "integration", summary=False, measured_only=True),
+    Metric("ttft_wire", "ttft_wire_ms", "TTFT on the wire",
+           "first content token's bytes read from the socket − request body written (voice.llm.ttft_wire_ms)", "wire",
+           summary=False, measured_only=True),
+    Metric("llm_delivery_lag", "llm_delivery_lag_ms", "LLM delivery lag",
+           "first token handed to pipecat − its bytes read from the socket (TTFT − TTFT on the wire, less the "
+           "request write)", "wire", summary=False, measured_only=True),
     Metric("reported_user_bot", "reported_user_bot_ms", "pipecat's user → bot latency",
            "turn.user_bot_latency_seconds on pipecat's own turn span", "turns", summary=False),
 )

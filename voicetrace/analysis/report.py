@@ -13,6 +13,7 @@ import pandas as pd
 from voicetrace.analysis.breakdown import SEGMENTS, breakdown
 from voicetrace.analysis.integration import per_turn as integration_per_turn
 from voicetrace.analysis.realtime import behind_real_time, drop_impossible
+from voicetrace.analysis.wire import per_turn as wire_per_turn
 from voicetrace.analysis.kvcache import ModelShape, kv_bytes, prompt_tokens
 from voicetrace.analysis.summary import Summary, summarize
 from voicetrace.analysis.tokens import per_turn_itl, token_events, token_gaps
@@ -57,6 +58,8 @@ def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | N
     full["prompt_tokens"] = prompt_tokens(turns, tables)
     full["kv_cache_bytes"] = kv_bytes(full["prompt_tokens"].to_numpy(), turns["output_tokens"], model_shape)
     full["behind_real_time"] = behind_real_time(turns, tables)
+    for col, values in wire_per_turn(turns, tables).items():
+        full[col] = values.to_numpy()
     return drop_impossible(full), gaps
 
 

@@ -40,6 +40,9 @@ def report_dict(report) -> dict:
                if not METRICS[s].measured_only or (len(turns) and turns[METRICS[s].segment_column].notna().any())}
     if len(turns) and "loop_blocked_ms" in turns and turns["loop_blocked_ms"].notna().any():
         fields = fields + ["loop_blocked_ms", "loop_blocker", "queue_waits_ms"]  # measured by the capture
+    for col in ("ttft_wire_ms", "llm_delivery_lag_ms"):  # measured at the socket (capture.wire), when any
+        if len(turns) and col in turns and turns[col].notna().any():
+            fields = fields + [col]
     for flag in ("behind_real_time", "impossible"):  # reasons / metric names (analysis.realtime), when any
         if len(turns) and flag in turns and turns[flag].notna().any():
             fields = fields + [flag]

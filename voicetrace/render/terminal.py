@@ -116,6 +116,16 @@ def print_integration(console: Console, turns: pd.DataFrame) -> None:
                       f"(loop lag {ms(row.bd_loop_lag_ms)} ms of unattributed V2V{queued})", highlight=False)
 
 
+def print_wire(console: Console, turns: pd.DataFrame) -> None:
+    """TTFT on the wire beside TTFT as delivered to pipecat, when the capture stamped the socket."""
+    if "ttft_wire_ms" not in turns or turns["ttft_wire_ms"].isna().all():
+        return
+    wire, lag = turns["ttft_wire_ms"].dropna(), turns["llm_delivery_lag_ms"].dropna()
+    console.print(f"TTFT on the wire: p50 {ms(wire.median())} ms over {len(wire)} turn(s) (delivered: p50 "
+                  f"{ms(turns['ttft_ms'].median())}); delivery lag socket → pipecat p50 {lag.median():,.1f} ms, "
+                  f"max {lag.max():,.1f} ms", highlight=False)
+
+
 def print_behind(console: Console, turns: pd.DataFrame) -> None:
     """Turns that ran behind real time: their numbers measure the machine, not the pipeline."""
     if "behind_real_time" not in turns:
@@ -142,6 +152,7 @@ def render(report, out) -> None:
             console.print(CONTENT_HINT, style="dim")
     print_integration(console, turns)
     print_behind(console, turns)
+    print_wire(console, turns)
     if len(turns):
         print_headline(console, report)
     if report.acoustic is None and len(turns):
