@@ -145,3 +145,13 @@ def test_the_monitor_reports_a_blocked_loop_at_least_as_long_as_the_block():
     assert max(s.end_ns - s.since_ns for s in stalls) >= 80 * MS
     assert max(s.late_ns for s in stalls) >= 80 * MS - monitor.interval_ns
     assert not monitor.running
+
+
+def test_a_block_after_a_pipeline_sink_s_frame_names_no_processor():
+    it, blocked, _ = tracker()
+    sink = SimpleNamespace(name="PipelineWorker#0::Sink")  # hands frames on; it does not block
+    it.on_process(TextFrame(text="x"), 100 * MS, sink)
+    it.add_stall(Stall(since_ns=95 * MS, due_ns=105 * MS, end_ns=140 * MS))
+    it.flush()
+    (block,) = blocked
+    assert (block.processor, block.start_ns, block.end_ns) == (None, 100 * MS, 140 * MS)

@@ -130,6 +130,10 @@ class IntegrationTracker:
         gaps = [(a, b, actor) for (a, actor), (b, _) in zip(points, points[1:]) if b > stall.due_ns]
         blocks = [g for g in gaps if g[1] - g[0] >= self._block_min_ns] or [max(gaps, key=lambda g: g[1] - g[0])]
         for start, end, actor in blocks:
+            if actor is not None and "::" in actor:
+                # A pipeline's own source/sink (``Pipeline#0::Sink``) only hands frames on: the block is
+                # in a task that reported no frame before it (its own code, a service's background task).
+                actor = None
             if actor is None and start == stall.since_ns:
                 start = stall.due_ns  # nothing ran that we saw: blocked at least from the due time
             self._on_blocked(BlockedLoop(start, end, actor, stall.late_ns))

@@ -1,4 +1,4 @@
-"""Event-loop lag: a task that sleeps ~10 ms at a time and notes how late it wakes.
+"""Event-loop lag: a timer on the loop that wakes every ~10 ms and notes how late it wakes.
 
 While a synchronous call runs on the event loop (a model call in a frame handler, a large parse),
 nothing else runs: no frame moves, no timer fires, no socket is read. The monitor sees that as a
@@ -7,8 +7,8 @@ monitor should have woken) to ``end_ns`` (when it did), and the blocking began n
 ``since_ns`` (the monitor's previous wake). Who blocked it is decided elsewhere
 (``capture.integration``), from the frames pipecat reported around that window.
 
-Cost: one ``asyncio.sleep`` per tick, a clock read and a subtraction (``bench/loop_lag_cost.py``
-measures it: well under 1 % of one core at 10 ms). Every stamp comes from the run's one clock.
+Cost: one timer callback per tick, a clock read and a subtraction (``bench/loop_lag_cost.py``
+measures it against the same loop without the monitor). Every stamp comes from the run's one clock.
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ class LagStats:
 
 class LoopLagMonitor:
     """``start()`` inside the running loop, ``stop()`` when done; ``on_stall`` gets each ``Stall``
-    in the loop's own thread, right after the monitor wakes."""
+    in the loop's own thread, right after the monitor wakes.
+
+    Each tick is a plain timer callback on the loop (``call_later``), not a coroutine: it is woken
+    exactly like a task's ``asyncio.sleep`` (a due timer the loop runs when it is free), without
+    creating a Future and stepping a Task each time, which halves the Python work per tick."""
 
     def __init__(self, clock: RunClock, on_stall: Callable[[Stall], None] | None = None, *,
                  interval_ms: float = INTERVAL_MS, stall_ms: float = STALL_MS) -> None:
@@ -64,41 +68,40 @@ class LoopLagMonitor:
         self.interval_ns = int(interval_ms * 1_000_000)
         self.stall_ns = int(stall_ms * 1_000_000)
         self.stats = LagStats()
-        self._task: asyncio.Task | None = None
+        self._interval_s = self.interval_ns / 1e9
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._last_ns = 0
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._handle is not None
 
     def start(self) -> None:
-        if not self.running:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="voicetrace::loop_lag")
+        if self._handle is None:
+            self._loop = asyncio.get_running_loop()
+            self._last_ns = self._clock.mono_ns()
+            self._handle = self._loop.call_later(self._interval_s, self._tick)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.cancel()
 
-    async def _run(self) -> None:
-        mono_ns, interval_ns, sleep_s = self._clock.mono_ns, self.interval_ns, self.interval_ns / 1e9
+    def _tick(self) -> None:
+        now = self._clock.mono_ns()
         stats = self.stats
-        last = mono_ns()
-        while True:
-            await asyncio.sleep(sleep_s)
-            now = mono_ns()
-            stats.ticks += 1
-            late = now - last - interval_ns
-            if late >= self.stall_ns:
-                stats.stalls += 1
-                stats.late_total_ns += late
-                stats.late_max_ns = max(stats.late_max_ns, late)
-                if self._on_stall is not None:
-                    try:
-                        self._on_stall(Stall(since_ns=last, due_ns=last + interval_ns, end_ns=now))
-                    except Exception:  # measuring never breaks the call
-                        log.exception("voicetrace: loop stall not recorded")
-            last = now
+        stats.ticks += 1
+        late = now - self._last_ns - self.interval_ns
+        if late >= self.stall_ns:
+            stats.stalls += 1
+            stats.late_total_ns += late
+            stats.late_max_ns = max(stats.late_max_ns, late)
+            if self._on_stall is not None:
+                try:
+                    self._on_stall(Stall(since_ns=self._last_ns, due_ns=self._last_ns + self.interval_ns, end_ns=now))
+                except Exception:  # measuring never breaks the call
+                    log.exception("voicetrace: loop stall not recorded")
+        self._last_ns = now
+        if self._handle is not None:  # not stopped meanwhile
+            self._handle = self._loop.call_later(self._interval_s, self._tick)

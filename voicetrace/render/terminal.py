@@ -109,9 +109,9 @@ def print_integration(console: Console, turns: pd.DataFrame) -> None:
     if "loop_blocked_ms" not in turns:
         return
     for row in turns[turns["loop_blocked_ms"] > 0].itertuples(index=False):
-        who = row.loop_blocker if isinstance(row.loop_blocker, str) else "a task that pushed no frame"
+        who = row.loop_blocker if isinstance(row.loop_blocker, str) else "code that reported no frame (not a processor)"
         waits = row.queue_waits_ms if isinstance(row.queue_waits_ms, dict) else {}
-        queued = "; queue waits " + ", ".join(f"{k} {ms(v)}" for k, v in waits.items()) if waits else ""
+        queued = "; queue waits " + ", ".join(f"{k} {v:,.1f}" for k, v in waits.items()) if waits else ""
         console.print(f"{row.conversation} turn {row.turn}: event loop blocked {ms(row.loop_blocked_ms)} ms by {who} "
                       f"(loop lag {ms(row.bd_loop_lag_ms)} ms of unattributed V2V{queued})", highlight=False)
 
