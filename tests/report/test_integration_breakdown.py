@@ -69,3 +69,6 @@ def test_the_json_and_terminal_name_the_processor_that_blocked_the_loop(tmp_path
     text = io.StringIO()
     renderer("terminal")(r, text)
     assert "event loop blocked 80 ms by Blocker#0" in text.getvalue()
+    page = io.StringIO()
+    renderer("html")(r, page)
+    assert "event loop blocked 80 ms by Blocker#0" in page.getvalue()

@@ -29,3 +29,6 @@ def test_wire_ttft_and_delivery_lag_are_in_the_json_and_the_terminal(tmp_path):
     renderer("terminal")(report, text)
     assert "TTFT on the wire: p50 190 ms over 2 turn(s) (delivered: p50 200)" in text.getvalue()
     assert "delivery lag socket → pipecat p50 9.2 ms, max 10.5 ms" in text.getvalue()
+    page = io.StringIO()
+    renderer("html")(report, page)
+    assert "TTFT on the wire: p50 190 ms over 2 turn(s)" in page.getvalue()

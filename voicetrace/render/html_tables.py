@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace.analysis.metrics import ACOUSTIC, BYTES, HTML_TABLE, METRICS, SEGMENTS
+from voicetrace.render import notes
 from voicetrace.render.fmt import BEHIND, CONTENT_HINT, NO_RECORDING_NOTE, flagged, human_bytes, ms
 
 MAX_TABLE_ROWS = 1000
@@ -127,6 +128,9 @@ def mean_breakdown(report) -> str:
         col = rows[METRICS[seg].segment_column]
         if col.notna().any():
             parts.append(f"{html.escape(METRICS[seg].label)} {ms(np.nan_to_num(col.to_numpy()).mean())}")
-    return f'<p class="note">mean over {len(rows)} turn(s): {" + ".join(parts)} = V2V {ms(rows["v2v_ms"].mean())} ms</p>'
+    extra = notes.integration_notes(turns) + notes.behind_notes(turns) + [notes.wire_note(turns) or ""]
+    more = "".join(f'<p class="note">{html.escape(line)}</p>' for line in extra if line)
+    return (f'<p class="note">mean over {len(rows)} turn(s): {" + ".join(parts)} = V2V {ms(rows["v2v_ms"].mean())} ms</p>'
+            + more)
 
 

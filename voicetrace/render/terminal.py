@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from voicetrace.analysis.metrics import ACOUSTIC, HEADLINE, METRICS, SEGMENTS, TURN_TABLE
+from voicetrace.render import notes
 from voicetrace.render.fmt import BEHIND, CONTENT_HINT, NO_RECORDING_NOTE, flagged, ms, share, stat_ms
 
 _COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in TURN_TABLE]
@@ -104,40 +105,17 @@ def print_headline(console: Console, report) -> None:
                       f"{len(report.other)} name(s): {', '.join(report.other['name'].astype(str)[:5])}", style="dim")
 
 
-def print_integration(console: Console, turns: pd.DataFrame) -> None:
-    """Who blocked the event loop in a turn's V2V window, and the queue waits on its critical path."""
-    if "loop_blocked_ms" not in turns:
-        return
-    for row in turns[turns["loop_blocked_ms"] > 0].itertuples(index=False):
-        who = row.loop_blocker if isinstance(row.loop_blocker, str) else "code that reported no frame (not a processor)"
-        waits = row.queue_waits_ms if isinstance(row.queue_waits_ms, dict) else {}
-        queued = "; queue waits " + ", ".join(f"{k} {v:,.1f}" for k, v in waits.items()) if waits else ""
-        console.print(f"{row.conversation} turn {row.turn}: event loop blocked {ms(row.loop_blocked_ms)} ms by {who} "
-                      f"(loop lag {ms(row.bd_loop_lag_ms)} ms of unattributed V2V{queued})", highlight=False)
-
-
-def print_wire(console: Console, turns: pd.DataFrame) -> None:
-    """TTFT on the wire beside TTFT as delivered to pipecat, when the capture stamped the socket."""
-    if "ttft_wire_ms" not in turns or turns["ttft_wire_ms"].isna().all():
-        return
-    wire, lag = turns["ttft_wire_ms"].dropna(), turns["llm_delivery_lag_ms"].dropna()
-    console.print(f"TTFT on the wire: p50 {ms(wire.median())} ms over {len(wire)} turn(s) (delivered: p50 "
-                  f"{ms(turns['ttft_ms'].median())}); delivery lag socket → pipecat p50 {lag.median():,.1f} ms, "
-                  f"max {lag.max():,.1f} ms", highlight=False)
-
-
-def print_behind(console: Console, turns: pd.DataFrame) -> None:
-    """Turns that ran behind real time: their numbers measure the machine, not the pipeline."""
-    if "behind_real_time" not in turns:
-        return
-    behind = turns[[isinstance(r, list) for r in turns["behind_real_time"]]]
-    for row in behind.itertuples(index=False):
-        console.print(f"[yellow]{BEHIND} {row.conversation} turn {row.turn} ran behind real time[/] "
-                      f"({', '.join(r.replace('_', ' ') for r in row.behind_real_time)}): its timings measure an "
-                      "overloaded machine, not the pipeline", highlight=False, soft_wrap=True)
-    if "impossible" in turns and turns["impossible"].notna().any():
-        console.print("<0! = came out negative: impossible in a call that kept up with real time, not shown as a number",
-                      style="dim")
+def print_notes(console: Console, turns: pd.DataFrame) -> None:
+    """Loop blocks, turns behind real time, TTFT on the wire (render.notes: the HTML shows the same)."""
+    for line in notes.integration_notes(turns):
+        console.print(line, highlight=False)
+    for line in notes.behind_notes(turns):
+        console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
+    if notes.has_impossible(turns):
+        console.print(notes.IMPOSSIBLE_NOTE, style="dim")
+    wire = notes.wire_note(turns)
+    if wire:
+        console.print(wire, highlight=False)
 
 
 def render(report, out) -> None:
@@ -150,9 +128,7 @@ def render(report, out) -> None:
         print_turn_table(console, turns, skipped=report.tables.skipped)
         if turns["transcript"].isna().all() and len(turns):
             console.print(CONTENT_HINT, style="dim")
-    print_integration(console, turns)
-    print_behind(console, turns)
-    print_wire(console, turns)
+    print_notes(console, turns)
     if len(turns):
         print_headline(console, report)
     if report.acoustic is None and len(turns):
