@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/timing_accuracy.py
 	$(BIN)/python bench/capture_cost.py
 	$(BIN)/python bench/metrics_cost.py
+	$(BIN)/python bench/loop_lag_cost.py
 	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/v2v.py --overhead --calls claim_status --repeat 2
 	$(BIN)/python bench/v2v.py

@@ -9,11 +9,13 @@ Report with more joined in (today: the acoustic check of run folders' call recor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from voicetrace.acoustic.runs import join_acoustic
 from voicetrace.analysis.kvcache import ModelShape
+from voicetrace.analysis.realtime import drop_impossible
 from voicetrace.analysis.report import Report, analyse_normalised
 from voicetrace.traces.normalise import NORMALISERS, Normaliser, normalise
 from voicetrace.traces.tables import SpanTables
@@ -27,8 +29,13 @@ class Step:
     apply: Callable[[Report], Report]
 
 
+def _drop_impossible(report: Report) -> Report:
+    return dataclasses.replace(report, turns=drop_impossible(report.turns.copy()))
+
+
 STEPS: tuple[Step, ...] = (
     Step("acoustic", join_acoustic),  # run folders: acoustic V2V from the call recording beside each trace
+    Step("impossible", _drop_impossible),  # a negative acoustic V2V is not shown as a number either
 )
 
 

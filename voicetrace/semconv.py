@@ -250,3 +250,48 @@ ATTR_BARGE_IN_INTERRUPTER = "voice.barge_in.interrupter"
 """String; ``caller`` or ``agent``: who started speaking while the other was."""
 ATTR_BARGE_IN_STOPPED = "voice.barge_in.stopped"
 """String; ``caller``, ``agent``, ``both`` or ``neither``: who fell silent first."""
+
+# --- integration time (voicetrace.capture.loop_lag, capture.integration) ----------------------
+SPAN_LOOP_BLOCKED = "loop.blocked"
+"""Child of ``conversation``: the event loop ran nothing else from start to end (a synchronous call
+held it), found by the loop-lag monitor and placed by the frame events around it."""
+SPAN_QUEUE_WAIT = "queue.wait"
+"""Child of ``conversation``: frames waited in one processor's input queue (overlapping waits merged)."""
+ATTR_LOOP_PROCESSOR = "voice.loop.processor"
+"""String; on ``loop.blocked``: the pipecat processor that was running when the loop stopped moving."""
+ATTR_LOOP_LATE_MS = "voice.loop.late_ms"
+"""Float, milliseconds; on ``loop.blocked``: how late the lag monitor woke (what detected it)."""
+ATTR_LOOP_INTERVAL_MS = "voice.loop.interval_ms"
+"""Float, milliseconds; on ``conversation``: the lag monitor's tick (present: the loop was monitored)."""
+ATTR_LOOP_STALL_MS = "voice.loop.stall_ms"
+"""Float, milliseconds; on ``conversation``: lateness below which a wake is not a stall."""
+ATTR_QUEUE_PROCESSOR = "voice.queue.processor"
+"""String; on ``queue.wait``: the processor whose queue the frames waited in."""
+ATTR_QUEUE_FRAMES = "voice.queue.frames"
+"""Int, frames; on ``queue.wait``: frames that waited in the merged interval."""
+ATTR_QUEUE_MAX_WAIT_MS = "voice.queue.max_wait_ms"
+"""Float, milliseconds; on ``queue.wait``: the longest single frame's wait."""
+
+# --- behind real time (voicetrace.capture.realtime) --------------------------------------------
+ATTR_BEHIND_REAL_TIME = "voice.behind_real_time"
+"""Bool; on a turn: its window (speech onset → reply end) overlapped input fed late, a loop block or
+audio played late, so its timings measure an overloaded machine; on ``conversation``: the run fell behind."""
+ATTR_BEHIND_REASONS = "voice.behind_real_time.reasons"
+"""String[]; which signs: ``input_late``, ``loop_lag``, ``playback_late`` (see capture.realtime)."""
+ATTR_INPUT_LATE_MAX_MS = "voice.input.late_max_ms"
+"""Float, milliseconds; on ``conversation``: the latest an input frame was fed after its deadline."""
+ATTR_LOOP_BLOCKED_MAX_MS = "voice.loop.blocked_max_ms"
+"""Float, milliseconds; on ``conversation``: the longest loop block counted as behind real time."""
+ATTR_PLAYBACK_LATE_MAX_MS = "voice.playback.late_max_ms"
+"""Float, milliseconds; on ``conversation``: the latest bot audio went on after it was due."""
+
+# --- LLM on the wire (voicetrace.capture.wire) -------------------------------------------------
+ATTR_LLM_TTFT_WIRE_MS = "voice.llm.ttft_wire_ms"
+"""Float, milliseconds; on ``llm``: first content event's bytes read from the socket − request body
+written to it (the server's TTFT plus the network, without the client's HTTP/SSE/SDK stack)."""
+ATTR_LLM_DELIVERY_LAG_MS = "voice.llm.delivery_lag_ms"
+"""Float, milliseconds; on ``llm``: first content token handed to pipecat − its bytes read from the socket."""
+ATTR_LLM_DELIVERY_LAG_MAX_MS = "voice.llm.delivery_lag_max_ms"
+"""Float, milliseconds; on ``llm``: the largest delivered − read over the call's content chunks."""
+ATTR_LLM_REQUEST_WRITE_MS = "voice.llm.request_write_ms"
+"""Float, milliseconds; on ``llm``: request handed to httpx (span start) → its body written to the socket."""

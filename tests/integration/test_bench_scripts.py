@@ -23,8 +23,9 @@ def test_timing_accuracy_runs():
     machine's scheduling delays, not the bench's idle-machine goal of 1 ms."""
     import timing_accuracy
 
-    out = timing_accuracy.main(["--requests", "5", "--tokens", "4", "--tools", "5"])
+    out = timing_accuracy.main(["--requests", "5", "--tokens", "4", "--tools", "5", "--no-load"])
     assert out["gaps"] == 5 * 3 and out["tool_runs"] == 5
+    assert 0 <= out["wire_ttft_err_p50_ms"] < 20 and 0 <= out["wire_itl_err_p50_ms"] < 8, out
     assert 0 <= out["ttft_err_p50_ms"] < 20, out
     assert 0 <= out["itl_err_p50_ms"] < 8, out
     assert 0 <= out["tool_err_p50_ms"] < 8, out
@@ -66,3 +67,10 @@ def test_v2v_runs_on_a_one_line_call(tmp_path):
     on, off = variants
     assert len(on.event_rows) == 1 and not off.event_rows
     assert all(not math.isnan(x) and x > 0 for x in on.acoustic_ms + off.acoustic_ms)
+
+
+def test_loop_lag_cost_runs():
+    import loop_lag_cost
+
+    out = loop_lag_cost.main(["--seconds", "0.3", "--rounds", "1"])
+    assert out["idle"]["ticks_per_s"] > 10 and out["busy"]["on_core_pct"] > 0

@@ -76,7 +76,7 @@ def test_every_registered_metric_is_computed(report):
 def test_units_are_in_the_column_names():
     for m in reg.REGISTRY:
         assert m.column.endswith({"ms": "_ms", "tokens": "tokens", "bytes": "_bytes"}[m.unit]), m.key
-        assert m.computed_by in ("turns", "tokens", "breakdown", "kvcache", "acoustic"), m.key
+        assert m.computed_by in ("turns", "tokens", "breakdown", "kvcache", "acoustic", "integration", "wire"), m.key
 
 
 def test_the_terminal_shows_registered_columns_only(report):
@@ -100,7 +100,7 @@ def test_json_fields_are_registered_and_complete(report):
     registered = {m.column for m in reg.REGISTRY}
     for row in doc["turns"]:
         assert set(row) - IDENTITY - {"breakdown_ms"} == set(reg.PER_TURN) and set(reg.PER_TURN) <= registered
-        assert list(row["breakdown_ms"]) == list(SEGMENTS)
+        assert list(row["breakdown_ms"]) == [s for s in SEGMENTS if not METRICS[s].measured_only]
     assert set(doc["summary"]["metrics_ms"]) == set(reg.SUMMARY)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from voicetrace import semconv as sc
+from voicetrace.analysis import integration
 from voicetrace.analysis.metrics import CHAIN, METRICS, SEGMENTS
 from voicetrace.analysis.turns import KEY, NS_PER_MS
 from voicetrace.traces.tables import SpanTables
@@ -60,6 +61,7 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
     c = np.zeros(n)
     prev_present = np.ones(n, dtype=bool)
     window = {}
+    unowned = []  # windows whose time went to unattributed (relative to S), for the integration carve
     for name, col in CHAIN:
         m = _rel(turns, col)
         present = np.isfinite(m)
@@ -73,9 +75,11 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
         else:
             gap = {"start": c.copy(), "end": new_c.copy()}  # ready → LLM request
         unattributed += np.where(owned, 0.0, step)
+        unowned.append((c, np.where(owned, c, new_c)))
         c = new_c
         prev_present = present
     unattributed += np.where(valid, v2v - c, 0.0)
+    unowned.append((c, np.where(valid, v2v, c)))
     seg["unattributed"] = unattributed
 
     _carve_ttft(turns, tables, seg, window)
@@ -86,6 +90,8 @@ def breakdown(turns: pd.DataFrame, tables: SpanTables) -> pd.DataFrame:
         take = np.minimum(np.nan_to_num(in_gap), seg["unattributed"])
         seg["tools"] = np.where(found, np.nan_to_num(seg["tools"]) + take, seg["tools"])
         seg["unattributed"] = seg["unattributed"] - np.where(found, take, 0.0)
+    # Loop blocks and queue waits inside the unattributed windows (traces that measured them).
+    out.attrs["queue_waits"] = integration.carve(turns, tables, seg, unowned)
 
     for s in SEGMENTS:
         values = np.where(valid, seg[s], np.nan)

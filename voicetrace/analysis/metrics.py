@@ -17,6 +17,9 @@ Where the numbers come from (``computed_by``):
   the events, not from the ``voice.llm.tpot_ms`` attribute (a trace without token events has no TPOT).
 - ``breakdown`` (``analysis/breakdown``): the turn's critical path; ``bd_<segment>_ms`` columns.
 - ``kvcache`` (``analysis/kvcache``) and ``acoustic`` (``voicetrace.acoustic``, the run's call.wav).
+- ``wire`` (``analysis/wire``): the first-token ``llm`` span's socket-level attributes (``capture.wire``).
+- ``integration`` (``analysis/integration``): ``loop.blocked`` / ``queue.wait`` spans, where the capture
+  measured them (``measured_only``: left out of the JSON breakdown of traces that have none).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Metric:
     summary: bool = True  # a distribution in Summary (so ``check`` budgets and ``diff`` accept it)
     stage: bool = False  # listed per stage in ``diff`` and the per-stage box plots
     over: str = "turns"  # "turns": one value per turn; "gaps": one per inter-token gap
+    measured_only: bool = False  # only traces whose capture measured it have it (JSON omits it otherwise)
 
     @property
     def segment_column(self) -> str:
@@ -84,6 +88,12 @@ REGISTRY: tuple[Metric, ...] = (
     Metric("tts_leading_silence", "bd_tts_leading_silence_ms", "TTS leading silence",
            "first audible bot audio − first bot audio played (the TTS's near-silent lead-in)", _BD,
            between=("bot_start_ns", "bot_audible_ns"), segment=True, summary=False),
+    Metric("loop_lag", "bd_loop_lag_ms", "loop lag",
+           "unattributed time the event loop was blocked (loop.blocked spans; its processor is named)", _BD,
+           segment=True, summary=False, measured_only=True),
+    Metric("queue_wait", "bd_queue_wait_ms", "queue wait",
+           "unattributed time frames waited in processor queues (queue.wait spans), less loop lag", _BD,
+           segment=True, summary=False, measured_only=True),
     Metric("unattributed", "bd_unattributed_ms", "unattributed",
            "V2V not owned by a stage (e.g. transcript ready → LLM request, time after a missing stage)", _BD,
            header="unattrib.", segment=True, stage=True),
@@ -114,6 +124,15 @@ REGISTRY: tuple[Metric, ...] = (
            unit=TOKENS, summary=False),
     Metric("kv_cache", "kv_cache_bytes", "KV cache", "(prompt + output tokens) × KV bytes per token", "kvcache",
            header="KV cache", unit=BYTES, summary=False),
+    Metric("loop_blocked", "loop_blocked_ms", "loop blocked",
+           "longest loop.blocked span overlapping caller speech end → first bot audio (processor: loop_blocker)",
+           "integration", summary=False, measured_only=True),
+    Metric("ttft_wire", "ttft_wire_ms", "TTFT on the wire",
+           "first content token's bytes read from the socket − request body written (voice.llm.ttft_wire_ms)", "wire",
+           summary=False, measured_only=True),
+    Metric("llm_delivery_lag", "llm_delivery_lag_ms", "LLM delivery lag",
+           "first token handed to pipecat − its bytes read from the socket (TTFT − TTFT on the wire, less the "
+           "request write)", "wire", summary=False, measured_only=True),
     Metric("reported_user_bot", "reported_user_bot_ms", "pipecat's user → bot latency",
            "turn.user_bot_latency_seconds on pipecat's own turn span", "turns", summary=False),
 )

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from voicetrace.analysis.breakdown import SEGMENTS, breakdown
+from voicetrace.analysis.integration import per_turn as integration_per_turn
+from voicetrace.analysis.realtime import behind_real_time, drop_impossible
+from voicetrace.analysis.wire import per_turn as wire_per_turn
 from voicetrace.analysis.kvcache import ModelShape, kv_bytes, prompt_tokens
 from voicetrace.analysis.summary import Summary, summarize
 from voicetrace.analysis.tokens import per_turn_itl, token_events, token_gaps
@@ -50,9 +53,14 @@ def analyse(turns: pd.DataFrame, tables: SpanTables, model_shape: ModelShape | N
         full[f"bd_{seg}_ms"] = parts[f"{seg}_ms"].to_numpy()
     for col in itl.columns:
         full[col] = itl[col].to_numpy()
+    for col, values in integration_per_turn(turns, tables, parts.attrs.get("queue_waits", {})).items():
+        full[col] = values.to_numpy()
     full["prompt_tokens"] = prompt_tokens(turns, tables)
     full["kv_cache_bytes"] = kv_bytes(full["prompt_tokens"].to_numpy(), turns["output_tokens"], model_shape)
-    return full, gaps
+    full["behind_real_time"] = behind_real_time(turns, tables)
+    for col, values in wire_per_turn(turns, tables).items():
+        full[col] = values.to_numpy()
+    return drop_impossible(full), gaps
 
 
 def analyse_normalised(tables: SpanTables, budget_ms: float = 1000.0, model_shape: ModelShape | None = None,

@@ -66,11 +66,25 @@ def call_attributes(call: LLMCall, content: ContentPolicy) -> dict[str, Any]:
         sc.ATTR_LLM_TOOL_CALLS: call.tool_calls or None,
         sc.ATTR_LLM_PREPARE_MS: (call.request_ns - call.prepare_ns) / _NS_PER_MS if call.prepare_ns is not None else None,
     }
+    attrs.update(wire_attributes(call))
     if tokens:
         attrs[sc.ATTR_LLM_TTFT_MS] = (tokens[0] - call.request_ns) / _NS_PER_MS
         n = sum(call.token_counts)
         if n > 1:
             attrs[sc.ATTR_LLM_TPOT_MS] = (tokens[-1] - tokens[0]) / _NS_PER_MS / (n - 1)
+    return attrs
+
+
+def wire_attributes(call: LLMCall) -> dict[str, Any]:
+    """TTFT on the wire and the delivery lag (capture.wire), when every content chunk was paired with its read."""
+    wire, tokens, reads = call.wire, call.token_times_ns, call.token_wire_ns
+    if wire is None or wire.request_ns is None:
+        return {}
+    attrs: dict[str, Any] = {sc.ATTR_LLM_REQUEST_WRITE_MS: (wire.request_ns - call.request_ns) / _NS_PER_MS}
+    if tokens and len(reads) == len(tokens):
+        attrs[sc.ATTR_LLM_TTFT_WIRE_MS] = (reads[0] - wire.request_ns) / _NS_PER_MS
+        attrs[sc.ATTR_LLM_DELIVERY_LAG_MS] = (tokens[0] - reads[0]) / _NS_PER_MS
+        attrs[sc.ATTR_LLM_DELIVERY_LAG_MAX_MS] = max(t - r for t, r in zip(tokens, reads)) / _NS_PER_MS
     return attrs
 
 

@@ -19,6 +19,7 @@ import warnings
 from typing import Any
 
 from voicetrace.capture.sinks import LLMCall, LLMCallSink
+from voicetrace.capture import wire
 from voicetrace.capture.timed_stream import LLMStalled, TimedStream
 from voicetrace.clock import RunClock
 
@@ -64,6 +65,7 @@ class LLMInstrumentor:
         self._service: Any = None
         self._saved: dict[str, Any] = {}
         self._hooks: list | None = None
+        self._response_hooks: list | None = None
         self._pending: LLMCall | None = None
         self._stamped = False  # the pending call's request has gone out (a retry is the same call)
 
@@ -100,6 +102,9 @@ class LLMInstrumentor:
         if isinstance(hooks, dict) and isinstance(hooks.get("request", []), list):
             self._hooks = hooks.setdefault("request", [])
             self._hooks.append(self._on_request)
+            if isinstance(hooks.get("response", []), list):  # socket-level read stamps (capture.wire)
+                self._response_hooks = hooks.setdefault("response", [])
+                self._response_hooks.append(wire.on_response)
         service.build_chat_completion_params = self._wrap_build(originals["build_chat_completion_params"])
         service.get_chat_completions = self._wrap_get(originals["get_chat_completions"])
         return self
@@ -116,7 +121,9 @@ class LLMInstrumentor:
                 setattr(service, name, saved)
         if self._hooks is not None and self._on_request in self._hooks:
             self._hooks.remove(self._on_request)
-        self._hooks, self._saved, self._pending = None, {}, None
+        if self._response_hooks is not None and wire.on_response in self._response_hooks:
+            self._response_hooks.remove(wire.on_response)
+        self._hooks, self._response_hooks, self._saved, self._pending = None, None, {}, None
 
     # --- the wrappers -------------------------------------------------------------------
     def _wrap_build(self, original):
@@ -169,6 +176,8 @@ class LLMInstrumentor:
             traceparent = self._sink.llm_request_sent(call, self._clock.mono_ns())
             if traceparent:
                 request.headers["traceparent"] = traceparent
+            if self._response_hooks is not None:
+                call.wire = wire.attach_request(request, self._clock.mono_ns)
 
 
 def instrument_openai_llm(service, sink: LLMCallSink, **options) -> LLMInstrumentor:

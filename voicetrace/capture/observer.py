@@ -18,13 +18,16 @@ from typing import Any, Callable, Mapping
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
-from pipecat.frames.frames import CancelFrame, EndFrame, InputAudioRawFrame, OutputAudioRawFrame, StartFrame
-from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.frames.frames import CancelFrame, EndFrame, InputAudioRawFrame, OutputAudioRawFrame, StartFrame, TTSAudioRawFrame
+from pipecat.observers.base_observer import BaseObserver, FrameProcessed, FramePushed
 from pipecat.transports.base_output import BaseOutputTransport
 
 from voicetrace import __version__
 from voicetrace import semconv as sc
 from voicetrace.capture.content import ContentPolicy
+from voicetrace.capture.integration import BlockedLoop, IntegrationTracker, QueueWait
+from voicetrace.capture.loop_lag import LoopLagMonitor
+from voicetrace.capture.realtime import RealTimeCheck
 from voicetrace.capture.sinks import LLMCall, ToolRun
 from voicetrace.capture.span_builder import SpanBuilder, traceparent_of
 from voicetrace.capture.turn_record import TurnRecord
@@ -53,8 +56,10 @@ class VoiceTraceObserver(BaseObserver):
         meter_provider=None,
         metric_attributes: Mapping[str, Any] | None = None,
         v2v_budget_ms: float | None = None,
+        measure_integration: bool = True,
     ) -> None:
-        super().__init__(observe_every_push=False)
+        # Queue waits need every hop of a frame; the turn tracker still takes each frame once.
+        super().__init__(observe_every_push=measure_integration)
         self._tracer = tracer_provider.get_tracer("voicetrace", __version__)
         self.clock = clock or RunClock()
         """Every stamp's clock: frame times, and (through the LLMInstrumentor) the LLM's."""
@@ -81,6 +86,13 @@ class VoiceTraceObserver(BaseObserver):
         self.last_activity_mono_ns = 0
         self.audio_tap = audio_tap
         """Opt-in: a capture.audio_tap.CallAudioTap that records caller and bot audio on the call's timeline."""
+        # Integration time (capture.integration): loop stalls and queue waits, spans under the conversation.
+        self._integration = IntegrationTracker(self._loop_blocked, self._queue_waited) if measure_integration else None
+        self.loop_lag = LoopLagMonitor(self.clock, self._integration.add_stall) if measure_integration else None
+        """The event-loop lag monitor; runs from the pipeline's setup to its cleanup (None: not measured)."""
+        self.blocked: list[BlockedLoop] = []
+        self.realtime = RealTimeCheck()
+        """Did the call keep up with real time (capture.realtime)? Transports that know deadlines report to it."""
 
     # --- conversation -----------------------------------------------------------------
     def start_conversation(self, mono_ns: int) -> None:
@@ -89,6 +101,9 @@ class VoiceTraceObserver(BaseObserver):
             return
         self._tracker.call_start_ns = mono_ns
         attrs = {sc.ATTR_CONVERSATION_ID: self._conversation_id, **self._conversation_attributes}
+        if self.loop_lag is not None:
+            attrs[sc.ATTR_LOOP_INTERVAL_MS] = self.loop_lag.interval_ns / 1e6
+            attrs[sc.ATTR_LOOP_STALL_MS] = self.loop_lag.stall_ns / 1e6
         self._conversation = self._tracer.start_span(
             sc.SPAN_CONVERSATION,
             start_time=self.clock.to_wall_ns(mono_ns),
@@ -101,6 +116,8 @@ class VoiceTraceObserver(BaseObserver):
         if self._conversation is None and self._pipeline_start_ns is not None:
             self.start_conversation(self._pipeline_start_ns)  # a call without turns still has its span
         self._tracker.close_all()
+        if self._integration is not None:
+            self._integration.flush()
         if self._conversation_ctx is not None:
             for run in self._tracker.call_tools:
                 self._builder.emit_tool(run, self._conversation_ctx)
@@ -108,6 +125,7 @@ class VoiceTraceObserver(BaseObserver):
                     self.metrics.record_tool(run, self._conversation)
             self._tracker.call_tools.clear()
         if self._conversation is not None and self._conversation.is_recording():
+            self._conversation.set_attributes(self._realtime_attributes())
             end = mono_ns if mono_ns is not None else self.clock.mono_ns()
             self._conversation.end(end_time=self.clock.to_wall_ns(end))
 
@@ -131,25 +149,72 @@ class VoiceTraceObserver(BaseObserver):
         """Take speech onsets and ends from a VAD with AudioPositionMixin (see vad_position.py)."""
         self._tracker.vad_positions = vad
 
-    def _turn_closed(self, rec: TurnRecord) -> None:
-        self._builder.emit_turn(rec)
-        if self.metrics is not None:
-            self.metrics.record_turn(rec)
-
     def _turn_started(self, rec: TurnRecord, frame_ns: int) -> None:
         if self._conversation is None:
             self.start_conversation(self._pipeline_start_ns if self._pipeline_start_ns is not None else frame_ns)
         # Started now (with its true start time) so an LLM request can name it as parent.
         rec.span = self._builder.start_turn_span(rec, self._conversation_ctx)
 
+    # --- integration time ---------------------------------------------------------------
+    async def setup(self, task_manager) -> None:
+        await super().setup(task_manager)
+        if self.loop_lag is not None:
+            self.loop_lag.start()
+
+    async def cleanup(self) -> None:
+        if self.loop_lag is not None:
+            await self.loop_lag.stop()
+        await super().cleanup()
+
+    def _loop_blocked(self, block: BlockedLoop) -> None:
+        self.blocked.append(block)
+        self.realtime.loop_blocked(block.start_ns, block.end_ns)
+        if self._conversation is not None and self._conversation.is_recording():
+            self._builder.emit_span(sc.SPAN_LOOP_BLOCKED, self._conversation_ctx, block.start_ns, block.end_ns,
+                                    {sc.ATTR_LOOP_PROCESSOR: block.processor, sc.ATTR_LOOP_LATE_MS: block.late_ns / 1e6})
+
+    def _queue_waited(self, wait: QueueWait) -> None:
+        if self._conversation is not None and self._conversation.is_recording():
+            self._builder.emit_span(sc.SPAN_QUEUE_WAIT, self._conversation_ctx, wait.start_ns, wait.end_ns,
+                                    {sc.ATTR_QUEUE_PROCESSOR: wait.processor, sc.ATTR_QUEUE_FRAMES: wait.frames,
+                                     sc.ATTR_QUEUE_MAX_WAIT_MS: wait.max_wait_ns / 1e6})
+
+    async def on_process_frame(self, data: FrameProcessed) -> None:
+        if self._integration is not None:
+            try:
+                self._integration.on_process(data.frame, self._mono_ns(data), data.processor)
+            except Exception:  # capture never breaks the call it measures
+                log.exception("voicetrace: could not time %s", type(data.frame).__name__)
+
+    # --- behind real time ----------------------------------------------------------------
+    def _turn_closed(self, rec: TurnRecord) -> None:
+        ends = (rec.bot_end_ns, rec.tts_last_audio_ns, rec.llm_end_ns, rec.committed_ns, rec.speech_end_ns)
+        reasons = self.realtime.reasons_between(rec.speech_start_ns, max(t for t in ends if t is not None))
+        if reasons and rec.span is not None:
+            rec.span.set_attributes({sc.ATTR_BEHIND_REAL_TIME: True, sc.ATTR_BEHIND_REASONS: reasons})
+        self._builder.emit_turn(rec)
+        if self.metrics is not None:
+            self.metrics.record_turn(rec)
+
+    def _realtime_attributes(self) -> dict:
+        if not self.realtime.behind:
+            return {}
+        s = self.realtime.summary()
+        return {sc.ATTR_BEHIND_REAL_TIME: True,
+                sc.ATTR_BEHIND_REASONS: [r for r in ("input_late", "loop_lag", "playback_late") if s[r]["count"]],
+                sc.ATTR_INPUT_LATE_MAX_MS: s["input_late"]["worst_ms"],
+                sc.ATTR_LOOP_BLOCKED_MAX_MS: s["loop_lag"]["worst_ms"],
+                sc.ATTR_PLAYBACK_LATE_MAX_MS: s["playback_late"]["worst_ms"]}
+
     # --- frame intake -----------------------------------------------------------------
-    def _mono_ns(self, data: FramePushed) -> int:
+    def _mono_ns(self, data: FramePushed | FrameProcessed) -> int:
         if self._frame_time_ns is not None:
             return self._frame_time_ns(data)
         if self._pipeline_clock_start_ns is None:
             # pipecat stamps pushes with its clock's time since start; SystemClock keeps that
             # start as monotonic_ns, the clock our RunClock reads, so the two line up exactly.
-            clock_start = getattr(data.source.get_clock(), "_time", 0)
+            processor = data.source if isinstance(data, FramePushed) else data.processor
+            clock_start = getattr(processor.get_clock(), "_time", 0)
             if not clock_start:
                 return self.clock.mono_ns()
             self._pipeline_clock_start_ns = clock_start
@@ -167,6 +232,13 @@ class VoiceTraceObserver(BaseObserver):
 
     async def on_push_frame(self, data: FramePushed) -> None:
         frame = data.frame
+        if self._integration is not None:
+            try:
+                self._integration.on_push(frame, self._mono_ns(data), data.source, data.destination)
+            except Exception:  # capture never breaks the call it measures
+                log.exception("voicetrace: could not time %s", type(frame).__name__)
+            if not data.first_push:
+                return  # a later hop of a frame already taken
         if self._seen(frame):
             return
         if self.audio_tap is not None:

@@ -39,6 +39,11 @@ class LLMCall:
     """The exception's class name (``error.type`` on the span)."""
     error_message: str = ""
     """The exception's first line, bounded; may quote the call, so --redact applies to it."""
+    wire: Any = None
+    """Socket-level stamps (``capture.wire.WireTimes``) when the httpx hooks saw the request."""
+    token_wire_ns: list[int] = field(default_factory=list)
+    """Per content chunk, when its bytes were read from the socket (parallel to token_times_ns; empty:
+    not measured, or the SDK's chunks and the wire's events did not pair up)."""
 
     @property
     def first_token_ns(self) -> int | None:

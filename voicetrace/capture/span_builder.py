@@ -97,6 +97,11 @@ class SpanBuilder:
         span = self._tracer.start_span(name, context=parent, start_time=self._wall(start_ns), attributes=attrs)
         return self._finish(span, start_ns, end_ns, {}, events, error)
 
+    def emit_span(self, name: str, parent: Context | None, start_ns: int, end_ns: int,
+                  attributes: Mapping[str, Any]) -> Span:
+        """A finished span outside the turn model (e.g. ``loop.blocked`` under the conversation)."""
+        return self._span(name, parent, start_ns, end_ns, attributes)
+
     def emit_turn(self, rec: TurnRecord) -> None:
         calls = rec.llm_calls_to_emit
         end_ns = max(

@@ -41,6 +41,7 @@ class TimedStream:
         self._ended = False
         self._stall_timeout_s = stall_timeout_s
         self._mono_ns = mono_ns
+        self._chunks = 0  # chunks the SDK yielded: the k-th pairs with the wire's k-th data event
 
     def __aiter__(self):
         return self._iterate()
@@ -70,7 +71,20 @@ class TimedStream:
         finally:
             self._finish()
 
+    def _wire_ns(self) -> int | None:
+        """When this chunk's bytes were read (None: not measured, or the pairing broke)."""
+        times, k = self._call.wire, self._chunks
+        self._chunks += 1
+        if times is None:
+            return None
+        if k >= len(times.event_ns):  # more chunks than events: not the stream we framed
+            self._call.wire = None
+            self._call.token_wire_ns.clear()
+            return None
+        return times.event_ns[k]
+
     def _observe(self, chunk, t_ns: int) -> None:
+        wire_ns = self._wire_ns()
         try:
             extra = getattr(chunk, "model_extra", None) or {}
             timings = extra.get("timings")
@@ -94,6 +108,8 @@ class TimedStream:
             if delta.content:
                 tokens, self._predicted = _chunk_tokens(timings, self._predicted)
                 self._call.add_content(t_ns, delta.content, tokens)
+                if wire_ns is not None:
+                    self._call.token_wire_ns.append(wire_ns)
         except Exception:  # timing must never break the call
             log.debug("could not read an LLM chunk", exc_info=True)
 

@@ -72,6 +72,8 @@ def run(
     if result.otlp is not None:
         line, complete = export_summary(options.otlp, result.otlp)
         (console if complete else err_console).print(line, highlight=False, soft_wrap=True)
+    for warning in result.warnings:
+        print_warning(warning)
     print_run_report(folder.path, console, err_console)
 
 

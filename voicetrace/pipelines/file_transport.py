@@ -57,8 +57,10 @@ class FileInputTransport(BaseInputTransport):
         on_done: Callable[[], "asyncio.Future | None"],
         max_tail_s: float = 30.0,
         before_feed: Callable[[], Awaitable[None]] | None = None,
+        on_frame_fed: Callable[[int, int], None] | None = None,
     ) -> None:
         super().__init__(transport_params())
+        self._on_frame_fed = on_frame_fed  # (deadline_ns, fed_ns) per frame: e.g. RealTimeCheck.input_late
         self._frames = frames
         self._timeline = timeline
         self._recorder = recorder
@@ -89,6 +91,8 @@ class FileInputTransport(BaseInputTransport):
         delay_ns = deadline - time.monotonic_ns()
         if delay_ns > 0:
             await asyncio.sleep(delay_ns / 1e9)
+        if self._on_frame_fed is not None:
+            self._on_frame_fed(deadline, time.monotonic_ns())
         self._recorder.add_caller(index * _FRAME_NS, pcm)
         await self.push_audio_frame(InputAudioRawFrame(audio=pcm, sample_rate=PIPELINE_SAMPLE_RATE, num_channels=1))
         self.frames_fed = index + 1
@@ -125,8 +129,10 @@ class FileInputTransport(BaseInputTransport):
 
 
 class PacedOutputTransport(BaseOutputTransport):
-    def __init__(self, timeline: CallTimeline, recorder: CallRecorder) -> None:
+    def __init__(self, timeline: CallTimeline, recorder: CallRecorder,
+                 on_late: Callable[[int, int], None] | None = None) -> None:
         super().__init__(transport_params())
+        self._on_late = on_late  # (due_ns, woke_ns) after each chunk: e.g. RealTimeCheck.playback_late
         self._timeline = timeline
         self._recorder = recorder
         self._play_until_ns = 0
@@ -146,4 +152,6 @@ class PacedOutputTransport(BaseOutputTransport):
         self._recorder.add_bot(self._timeline.offset_ns(play_at), frame.audio, frame.sample_rate)
         # Play in real time: return when the chunk has finished playing.
         await asyncio.sleep(max(0, self._play_until_ns - time.monotonic_ns()) / 1e9)
+        if self._on_late is not None:  # woke after this chunk ended: the next one goes on late
+            self._on_late(self._play_until_ns, time.monotonic_ns())
         return True

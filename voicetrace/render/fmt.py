@@ -21,6 +21,18 @@ def ms(value) -> str:
     return f"{value:,.0f}"
 
 
+IMPOSSIBLE = "<0!"
+"""Shown where a V2V-like value came out negative (analysis.realtime): not a latency, never a number."""
+BEHIND = "⏱"
+"""Marks a turn that ran behind real time (capture.realtime)."""
+
+
+def flagged(row, column: str, text: str) -> str:
+    """``text``, or IMPOSSIBLE when the turn lists ``column`` as impossible."""
+    impossible = row.get("impossible") if isinstance(row, dict) else getattr(row, "impossible", None)
+    return IMPOSSIBLE if isinstance(impossible, list) and column in impossible else text
+
+
 def stat_ms(stat: Stat, key: str) -> str:
     """A percentile, or the count when there are too few values for it ('n=4 <20')."""
     if stat.n == 0:

@@ -18,7 +18,7 @@ from voicetrace.analysis.metrics import METRICS, SEGMENTS, STAGES
 COLORS = {
     "endpointing": "#8c6bb1", "asr_final": "#2b8cbe", "llm_queue": "#fdd0a2", "llm_prefill": "#fd8d3c",
     "tools": "#74c476", "llm_ttft": "#e6550d", "first_sentence": "#fdae6b", "tts_ttfb": "#de2d26",
-    "transport": "#969696", "tts_leading_silence": "#c7e9c0", "unattributed": "#d9d9d9", "ttft": "#e6550d", "v2v": "#31a354",
+    "transport": "#969696", "tts_leading_silence": "#c7e9c0", "loop_lag": "#756bb1", "queue_wait": "#bcbddc", "unattributed": "#d9d9d9", "ttft": "#e6550d", "v2v": "#31a354",
 }
 """Colour per metric key: every breakdown segment and stage, and the per-language boxes."""
 LANGUAGE_BOXES = ("v2v", "ttft", "asr_final")

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from voicetrace.analysis.metrics import ACOUSTIC, BYTES, HTML_TABLE, METRICS, SEGMENTS
-from voicetrace.render.fmt import CONTENT_HINT, NO_RECORDING_NOTE, human_bytes, ms
+from voicetrace.render import notes
+from voicetrace.render.fmt import BEHIND, CONTENT_HINT, NO_RECORDING_NOTE, flagged, human_bytes, ms
 
 MAX_TABLE_ROWS = 1000
 SNIPPET_CHARS = 80
@@ -58,6 +59,14 @@ def acoustic_section(report) -> str:
             f"{ok}{warns}<h3>Barge-ins</h3>{barge}</section>")
 
 
+def _behind(rec) -> str:
+    reasons = rec.get("behind_real_time")
+    if not isinstance(reasons, list):
+        return ""
+    why = html.escape("ran behind real time: " + ", ".join(r.replace("_", " ") for r in reasons), quote=True)
+    return f'<span class="behind" title="{why}">{BEHIND}</span>'
+
+
 def turn_table(report, wf_index: dict) -> str:
     turns = report.turns
     columns = _table_columns(turns)
@@ -79,8 +88,9 @@ def turn_table(report, wf_index: dict) -> str:
         slow = not pd.isna(rec["v2v_ms"]) and rec["v2v_ms"] > budget
         cls = ' class="over"' if slow else ""
         cells = [f"<td>{html.escape(str(rec['conversation']))}</td>",
-                 f"<td>{html.escape(str(rec['turn']))}{'⚡' if rec['interrupted'] else ''}</td>"]
-        cells += [f'<td class="n">{_cell(c, rec[c])}</td>' for c, _ in columns]
+                 f"<td>{html.escape(str(rec['turn']))}{'⚡' if rec['interrupted'] else ''}"
+                 f"{_behind(rec)}</td>"]
+        cells += [f'<td class="n">{html.escape(flagged(rec, c, _cell(c, rec[c])))}</td>' for c, _ in columns]
         if content:
             for col in ("transcript", "llm_output"):
                 text = rec[col] if isinstance(rec[col], str) else ""
@@ -90,7 +100,9 @@ def turn_table(report, wf_index: dict) -> str:
     privacy = "" if content else f'<p class="note">{html.escape(CONTENT_HINT)}</p>'
     return (f'<section id="turns"><h2>Turns</h2>{note}{privacy}<div class="scroll"><table class="turns">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-            '<p class="note">ms; red rows are over the V2V budget; ⚡ the caller barged in; click a row for its waterfall.</p></section>')
+            '<p class="note">ms; red rows are over the V2V budget; ⚡ the caller barged in; '
+            f'{BEHIND} the turn ran behind real time (its numbers measure an overloaded machine); '
+            '&lt;0! came out negative (impossible, not shown as a number); click a row for its waterfall.</p></section>')
 
 
 def other_table(report) -> str:
@@ -116,6 +128,9 @@ def mean_breakdown(report) -> str:
         col = rows[METRICS[seg].segment_column]
         if col.notna().any():
             parts.append(f"{html.escape(METRICS[seg].label)} {ms(np.nan_to_num(col.to_numpy()).mean())}")
-    return f'<p class="note">mean over {len(rows)} turn(s): {" + ".join(parts)} = V2V {ms(rows["v2v_ms"].mean())} ms</p>'
+    extra = notes.integration_notes(turns) + notes.behind_notes(turns) + [notes.wire_note(turns) or ""]
+    more = "".join(f'<p class="note">{html.escape(line)}</p>' for line in extra if line)
+    return (f'<p class="note">mean over {len(rows)} turn(s): {" + ".join(parts)} = V2V {ms(rows["v2v_ms"].mean())} ms</p>'
+            + more)
 
 

@@ -36,7 +36,16 @@ def report_dict(report) -> dict:
         from voicetrace.acoustic.check import CHECK_COLUMNS
 
         fields = fields + CHECK_COLUMNS
-    bd_cols = {s: METRICS[s].segment_column for s in SEGMENTS}
+    bd_cols = {s: METRICS[s].segment_column for s in SEGMENTS
+               if not METRICS[s].measured_only or (len(turns) and turns[METRICS[s].segment_column].notna().any())}
+    if len(turns) and "loop_blocked_ms" in turns and turns["loop_blocked_ms"].notna().any():
+        fields = fields + ["loop_blocked_ms", "loop_blocker", "queue_waits_ms"]  # measured by the capture
+    for col in ("ttft_wire_ms", "llm_delivery_lag_ms"):  # measured at the socket (capture.wire), when any
+        if len(turns) and col in turns and turns[col].notna().any():
+            fields = fields + [col]
+    for flag in ("behind_real_time", "impossible"):  # reasons / metric names (analysis.realtime), when any
+        if len(turns) and flag in turns and turns[flag].notna().any():
+            fields = fields + [flag]
     for rec in turns[fields + list(bd_cols.values())].to_dict("records") if len(turns) else []:
         row = {k: _clean(rec[k]) for k in fields}
         row["breakdown_ms"] = {s: _clean(rec[col]) for s, col in bd_cols.items()}

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from voicetrace.analysis.metrics import ACOUSTIC, HEADLINE, METRICS, SEGMENTS, TURN_TABLE
-from voicetrace.render.fmt import CONTENT_HINT, NO_RECORDING_NOTE, ms, share, stat_ms
+from voicetrace.render import notes
+from voicetrace.render.fmt import BEHIND, CONTENT_HINT, NO_RECORDING_NOTE, flagged, ms, share, stat_ms
 
 _COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in TURN_TABLE]
 _ACOUSTIC_COLUMNS = [(METRICS[k].column, METRICS[k].header) for k in ACOUSTIC]
@@ -64,11 +65,12 @@ def print_turn_table(console: Console, turns: pd.DataFrame, skipped: int = 0) ->
         for row in rows.itertuples(index=False):
             cells = []
             for col, _ in _COLUMNS:
-                cells.append(ms(getattr(row, col)))
+                cells.append(flagged(row, col, ms(getattr(row, col))))
                 if acoustic and col == "v2v_ms":
-                    cells += [ms(row.acoustic_v2v_ms), _delta(row.v2v_delta_ms)]
+                    cells += [flagged(row, "acoustic_v2v_ms", ms(row.acoustic_v2v_ms)), _delta(row.v2v_delta_ms)]
+            behind = BEHIND if isinstance(getattr(row, "behind_real_time", None), list) else ""
             table.add_row(
-                f"{row.turn}{'⚡' if row.interrupted else ''}",
+                f"{row.turn}{'⚡' if row.interrupted else ''}{behind}",
                 "—" if pd.isna(row.at_s) else f"{row.at_s:.1f}",
                 row.transcript if isinstance(row.transcript, str) and row.transcript else "·",
                 *cells,
@@ -103,6 +105,19 @@ def print_headline(console: Console, report) -> None:
                       f"{len(report.other)} name(s): {', '.join(report.other['name'].astype(str)[:5])}", style="dim")
 
 
+def print_notes(console: Console, turns: pd.DataFrame) -> None:
+    """Loop blocks, turns behind real time, TTFT on the wire (render.notes: the HTML shows the same)."""
+    for line in notes.integration_notes(turns):
+        console.print(line, highlight=False)
+    for line in notes.behind_notes(turns):
+        console.print(f"[yellow]{line}[/]", highlight=False, soft_wrap=True)
+    if notes.has_impossible(turns):
+        console.print(notes.IMPOSSIBLE_NOTE, style="dim")
+    wire = notes.wire_note(turns)
+    if wire:
+        console.print(wire, highlight=False)
+
+
 def render(report, out) -> None:
     """Renderer interface: the per-turn tables (when not too many) and the headline to ``out``."""
     console = Console(file=out, width=None if out.isatty() else 140)
@@ -113,6 +128,7 @@ def render(report, out) -> None:
         print_turn_table(console, turns, skipped=report.tables.skipped)
         if turns["transcript"].isna().all() and len(turns):
             console.print(CONTENT_HINT, style="dim")
+    print_notes(console, turns)
     if len(turns):
         print_headline(console, report)
     if report.acoustic is None and len(turns):

@@ -89,6 +89,8 @@ def finished_info(info: dict, result, otlp_target=None) -> dict:
         warmup_ms=result.warmup_ms,
         wall_seconds=round(result.wall_seconds, 3),
     )
+    if getattr(result, "realtime", None) is not None:
+        info["behind_real_time"] = result.realtime
     if otlp_target is not None and result.otlp is not None:
         info["otlp"] = {"endpoint": otlp_target.endpoint, "protocol": otlp_target.protocol,
                         "spans_sent": result.otlp.spans_sent, "spans_undelivered": result.otlp.spans_undelivered}

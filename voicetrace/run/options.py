@@ -125,6 +125,8 @@ class RunResult:
     warmup_ms: dict = field(default_factory=dict)
     """Milliseconds each model took to warm up before call time zero."""
     otlp: "ExportStats | None" = None  # noqa: F821 (voicetrace.otel)
+    realtime: dict | None = None
+    """capture.realtime.RealTimeCheck.summary(): did the replay keep up with real time (run.json)."""
 
     @property
     def folder(self) -> RunFolder:

@@ -75,8 +75,10 @@ def build_replay(call: CallAudio, config: PipelineConfig, backend: LLMBackend, t
         call_finished=call_finished,
         on_done=on_done,
         before_feed=before_feed,
+        on_frame_fed=observer.realtime.input_late if observer else None,
     )
-    reference = build_processors(config, input_transport, PacedOutputTransport(timeline, recorder),
+    output = PacedOutputTransport(timeline, recorder, on_late=observer.realtime.playback_late if observer else None)
+    reference = build_processors(config, input_transport, output,
                                  tool_sink=observer)
     holder["reference"] = reference
     if observer is not None:

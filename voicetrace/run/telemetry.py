@@ -48,3 +48,9 @@ def close_capture(trace, result) -> None:
     result.turns = trace.observer.turns_completed
     result.spans_written = trace.spans_written
     result.otlp = trace.export_stats
+    result.realtime = trace.observer.realtime.summary()
+    if result.realtime["behind"]:
+        signs = ", ".join(f"{k.replace('_', ' ')} up to {v['worst_ms']:,.0f} ms" for k, v in result.realtime.items()
+                          if k != "behind" and v["count"])
+        result.warnings.append(f"the run fell behind real time ({signs}): the marked turns measure an "
+                               "overloaded machine, not the pipeline")
