@@ -284,7 +284,9 @@ def test_all_silence_call_has_no_turns_and_says_so(tmp_path, cli_env):
     assert "all silence: expect no turns" in result.stderr
     assert "no turns in the trace" in result.stdout
     tables = read_trace_files([RunFolder(tmp_path / "quiet").trace])
-    assert sorted(tables.spans["name"]) == [sc.SPAN_CONVERSATION, "tool.lookup_policy"]  # the call, and its start
+    # the call and its start; integration-time spans (loop stalls, queue waits) may sit beside them
+    names = [n for n in tables.spans["name"] if n not in (sc.SPAN_LOOP_BLOCKED, sc.SPAN_QUEUE_WAIT)]
+    assert sorted(names) == [sc.SPAN_CONVERSATION, "tool.lookup_policy"]
     report = subprocess.run([str(VOICETRACE), "report", str(tmp_path / "quiet"), "--json"], capture_output=True,
                             text=True, timeout=120, env=cli_env)
     assert report.returncode == 0 and json.loads(report.stdout)["turns"] == []

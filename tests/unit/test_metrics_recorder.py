@@ -151,3 +151,18 @@ async def test_metrics_equal_the_report_on_the_spans_of_the_same_call(tmp_path):
         assert point.sum * scale == pytest.approx(np.sum(values)), inst.name
         assert point.max * scale == pytest.approx(np.max(values)), inst.name
     assert total(p[mn.TURNS.name]) == report.summary.turns == 3
+
+
+def test_v2v_ends_where_the_bot_became_audible():
+    """As the report reads it: caller speech end → the bot's first audible frame (not the first frame played)."""
+    from voicetrace.capture.turn_observations import turn_observations
+    from voicetrace.capture.turn_record import TurnRecord
+
+    ms = 1_000_000
+    rec = TurnRecord(number=1, speech_start_ns=1_000 * ms)
+    rec.speech_end_ns, rec.committed_ns = 2_000 * ms, 2_300 * ms
+    rec.bot_start_ns, rec.bot_audible_ns, rec.bot_end_ns = 3_000 * ms, 3_045 * ms, 4_000 * ms
+    v2v = [value for inst, value, _ in turn_observations(rec, 1000.0) if inst is mn.V2V]
+    assert v2v == [pytest.approx(1_045.0)]
+    rec.bot_audible_ns = None  # an older pipeline without the onset detector: the first frame played
+    assert [value for inst, value, _ in turn_observations(rec, 1000.0) if inst is mn.V2V] == [pytest.approx(1_000.0)]

@@ -98,9 +98,11 @@ def turn_observations(rec: TurnRecord, budget_ms: float) -> list[Observation]:
     first_audio = rec.tts_first_audio_ns if rec.tts_start_ns is not None else None
     bot_start = rec.bot_start_ns
     bot_end = max(rec.bot_end_ns if rec.bot_end_ns is not None else bot_start, bot_start) if bot_start is not None else None
+    # V2V ends where the bot became audible (the voice.bot.audible event), as analysis/turns reads it
+    bot_onset = rec.bot_audible_ns if rec.bot_audible_ns is not None and bot_start is not None else bot_start
 
     out: list[Observation] = []
-    v2v = _between(user_end, bot_start)
+    v2v = _between(user_end, bot_onset)
     asr_final = _between(endpoint_end, asr_end)
     for inst, value in ((mn.V2V, v2v), (mn.ENDPOINTING, _between(user_end, endpoint_end)),
                         (mn.ASR_FINAL, None if asr_final is None else max(asr_final, 0.0)),
